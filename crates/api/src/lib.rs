@@ -1,0 +1,19 @@
+//! Wire types of the Determined-compatible REST API.
+//!
+//! Everything here follows grpc-gateway v1 JSON conventions, because that is what the upstream
+//! `determined==0.38.1` CLI, SDK and harness parse: camelCase field names out (camelCase or
+//! snake_case accepted in), int64 as JSON strings, enum values by name, RFC 3339 timestamps, and
+//! every non-`optional` field always emitted. This crate has no I/O; both the master (serialising)
+//! and the `det` CLI (parsing) depend on it, so the two cannot drift apart.
+
+pub mod error;
+pub mod master;
+pub mod pagination;
+pub mod users;
+
+/// The upstream release whose wire contract we implement. Reported by `/info` so the upstream CLI's
+/// version check stays silent.
+pub const DETERMINED_VERSION: &str = "0.38.1";
+
+/// The salt the upstream clients prepend before SHA-512-hashing a password client-side.
+pub const CLIENT_PASSWORD_SALT: &str = "GubPEmmotfiK9TMD6Zdw";

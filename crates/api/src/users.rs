@@ -1,0 +1,160 @@
+//! Users, logins and sessions (`/api/v1/auth/*`, `/api/v1/me`, `/api/v1/users*`).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::pagination::Pagination;
+
+/// A user account. Inputs accept the proto field names (snake_case) too.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    #[serde(default)]
+    pub id: i32,
+    pub username: String,
+    #[serde(default)]
+    pub admin: bool,
+    #[serde(default = "yes")]
+    pub active: bool,
+    /// Linux user/group tasks run as; not supported yet, always `null`.
+    #[serde(default, alias = "agent_user_group")]
+    #[schema(value_type = Option<Object>)]
+    pub agent_user_group: Option<serde_json::Value>,
+    #[serde(default, alias = "display_name")]
+    pub display_name: String,
+    #[serde(default, alias = "modified_at")]
+    pub modified_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub remote: bool,
+    /// proto3 `optional`: omitted when the user never logged in.
+    #[serde(default, alias = "last_auth_at", skip_serializing_if = "Option::is_none")]
+    pub last_auth_at: Option<DateTime<Utc>>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `POST /api/v1/auth/login`. Upstream clients send `sha512(salt + password)` with
+/// `isHashed: true`; plain passwords (`isHashed` absent or false) are accepted too.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginRequest {
+    pub username: String,
+    #[serde(default)]
+    pub password: String,
+    #[serde(default, alias = "is_hashed")]
+    pub is_hashed: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct LoginResponse {
+    /// Opaque bearer token for `Authorization: Bearer <token>`.
+    pub token: String,
+    pub user: User,
+}
+
+/// `GET /api/v1/me`, `GET /api/v1/auth/user`, `GET /api/v1/users/{id}`, by-username, PATCH.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct UserResponse {
+    pub user: User,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct GetUsersResponse {
+    pub users: Vec<User>,
+    pub pagination: Pagination,
+}
+
+/// `POST /api/v1/users`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostUserRequest {
+    pub user: Option<User>,
+    #[serde(default)]
+    pub password: Option<String>,
+    #[serde(default, alias = "is_hashed")]
+    pub is_hashed: bool,
+}
+
+/// `PATCH /api/v1/users/{userId}`: every field optional; absent fields are left alone.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PatchUser {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    #[serde(default, alias = "display_name", skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    #[serde(default, alias = "is_hashed", skip_serializing_if = "Option::is_none")]
+    pub is_hashed: Option<bool>,
+    #[serde(default, alias = "agent_user_group", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub agent_user_group: Option<serde_json::Value>,
+}
+
+/// Sort keys of `GET /api/v1/users` (`sortBy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub enum UserSortBy {
+    #[default]
+    #[serde(rename = "SORT_BY_UNSPECIFIED")]
+    Unspecified,
+    #[serde(rename = "SORT_BY_DISPLAY_NAME")]
+    DisplayName,
+    #[serde(rename = "SORT_BY_USER_NAME")]
+    UserName,
+    #[serde(rename = "SORT_BY_ADMIN")]
+    Admin,
+    #[serde(rename = "SORT_BY_ACTIVE")]
+    Active,
+    #[serde(rename = "SORT_BY_MODIFIED_TIME")]
+    ModifiedTime,
+    #[serde(rename = "SORT_BY_NAME")]
+    Name,
+    #[serde(rename = "SORT_BY_LAST_AUTH_TIME")]
+    LastAuthTime,
+    #[serde(rename = "SORT_BY_REMOTE")]
+    Remote,
+}
+
+/// `orderBy` of list calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub enum OrderBy {
+    #[default]
+    #[serde(rename = "ORDER_BY_UNSPECIFIED")]
+    Unspecified,
+    #[serde(rename = "ORDER_BY_ASC")]
+    Asc,
+    #[serde(rename = "ORDER_BY_DESC")]
+    Desc,
+}
+
+/// Query parameters of `GET /api/v1/users`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct GetUsersQuery {
+    #[serde(default, alias = "sort_by")]
+    pub sort_by: Option<UserSortBy>,
+    #[serde(default, alias = "order_by")]
+    pub order_by: Option<OrderBy>,
+    #[serde(default)]
+    pub offset: Option<i32>,
+    #[serde(default)]
+    pub limit: Option<i32>,
+    /// Substring of the username or display name.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub active: Option<bool>,
+    #[serde(default)]
+    pub admin: Option<bool>,
+}

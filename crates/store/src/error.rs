@@ -1,0 +1,39 @@
+use thiserror::Error;
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("{entity} not found: {key}")]
+    NotFound { entity: &'static str, key: String },
+    #[error("{entity} already exists: {key}")]
+    Conflict { entity: &'static str, key: String },
+    /// A driver or database failure. The message is generic on purpose: the source (which may
+    /// contain SQL) is for logs only.
+    #[error("database error")]
+    Backend(#[source] sqlx::Error),
+    #[error("database migration failed")]
+    Migration(#[source] sqlx::migrate::MigrateError),
+}
+
+impl StoreError {
+    pub(crate) fn not_found(entity: &'static str, key: impl ToString) -> Self {
+        StoreError::NotFound { entity, key: key.to_string() }
+    }
+
+    /// Maps a unique-constraint violation to `Conflict`, anything else to `Backend`.
+    pub(crate) fn from_write(entity: &'static str, key: impl ToString, err: sqlx::Error) -> Self {
+        match &err {
+            sqlx::Error::Database(db) if db.is_unique_violation() => {
+                StoreError::Conflict { entity, key: key.to_string() }
+            }
+            _ => StoreError::Backend(err),
+        }
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        StoreError::Backend(err)
+    }
+}

@@ -1,0 +1,101 @@
+//! Plain records the store reads and writes. No wire formats here: the master maps these to API
+//! types.
+
+use chrono::{DateTime, Utc};
+
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+pub struct UserRecord {
+    pub id: i32,
+    pub username: String,
+    pub display_name: String,
+    pub admin: bool,
+    pub active: bool,
+    pub remote: bool,
+    /// PHC string of the server-side hash; `None` = password-less (blank password).
+    pub password_hash: Option<String>,
+    pub modified_at: DateTime<Utc>,
+    pub last_auth_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewUser {
+    pub username: String,
+    pub display_name: String,
+    pub admin: bool,
+    pub active: bool,
+    pub remote: bool,
+    pub password_hash: Option<String>,
+    pub now: DateTime<Utc>,
+}
+
+/// Fields to change; `None` leaves a field alone. `password_hash: Some(None)` clears the password.
+#[derive(Clone, Debug, Default)]
+pub struct UserPatch {
+    pub username: Option<String>,
+    pub display_name: Option<String>,
+    pub admin: Option<bool>,
+    pub active: Option<bool>,
+    pub remote: Option<bool>,
+    pub password_hash: Option<Option<String>>,
+    pub now: Option<DateTime<Utc>>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UserSort {
+    #[default]
+    Id,
+    Username,
+    DisplayName,
+    /// Display name when set, else username.
+    Name,
+    Admin,
+    Active,
+    Remote,
+    ModifiedAt,
+    LastAuthAt,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OrderDirection {
+    #[default]
+    Asc,
+    Desc,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct UserFilter {
+    pub active: Option<bool>,
+    pub admin: Option<bool>,
+    /// Case-insensitive substring of username or display name.
+    pub name: Option<String>,
+    pub sort: UserSort,
+    pub order: OrderDirection,
+    /// Rows to skip (already resolved to be non-negative).
+    pub offset: i64,
+    /// Rows to return; `None` = all.
+    pub limit: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct UserPage {
+    pub users: Vec<UserRecord>,
+    /// Matching rows before offset/limit.
+    pub total: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+pub struct SessionRecord {
+    pub id: i64,
+    pub user_id: i32,
+    pub token_hash: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewSession {
+    pub user_id: i32,
+    pub token_hash: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}

@@ -1,0 +1,117 @@
+//! [`SqlStore`]: the [`Store`](crate::Store) implementation for SQLite and PostgreSQL.
+//!
+//! Queries are written once, in SQL both dialects accept (`$1` placeholders, `RETURNING`,
+//! `ON CONFLICT`), and run against whichever pool the store holds via [`on_pool!`]. Only the
+//! schema differs per dialect (`migrations/sqlite`, `migrations/postgres`).
+
+mod cluster;
+mod sessions;
+mod store_impl;
+mod users;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::error::{StoreError, StoreResult};
+
+/// Runs `$body` with `$pool` bound to the concrete pool, so one query text serves both backends.
+macro_rules! on_pool {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match &$store.pool {
+            $crate::sql::Pool::Sqlite($pool) => $body,
+            $crate::sql::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use on_pool;
+
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// A store over SQLite or PostgreSQL. Cheap to share behind an `Arc`.
+pub struct SqlStore {
+    pub(crate) pool: Pool,
+}
+
+/// Connection settings for PostgreSQL, named as in upstream's `db` block of master.yaml.
+#[derive(Clone, Debug, Default)]
+pub struct PostgresOptions {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    pub database: String,
+    /// `disable`, `allow`, `prefer`, `require`, `verify-ca` or `verify-full`.
+    pub ssl_mode: String,
+    pub max_connections: u32,
+}
+
+impl SqlStore {
+    /// Opens (creating if needed) the SQLite database at `path` and applies pending migrations.
+    pub async fn open_sqlite(path: &Path) -> StoreResult<SqlStore> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .min_connections(1)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
+        Ok(SqlStore { pool: Pool::Sqlite(pool) })
+    }
+
+    /// A private in-memory SQLite database, for tests.
+    pub async fn open_sqlite_in_memory() -> StoreResult<SqlStore> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
+        // One connection: every in-memory connection would otherwise be its own database.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
+        Ok(SqlStore { pool: Pool::Sqlite(pool) })
+    }
+
+    /// Connects to PostgreSQL and applies pending migrations.
+    pub async fn open_postgres(opts: &PostgresOptions) -> StoreResult<SqlStore> {
+        let ssl_mode = if opts.ssl_mode.is_empty() {
+            PgSslMode::Disable
+        } else {
+            PgSslMode::from_str(&opts.ssl_mode)?
+        };
+        let mut connect = PgConnectOptions::new()
+            .host(&opts.host)
+            .port(opts.port)
+            .username(&opts.user)
+            .database(&opts.database)
+            .ssl_mode(ssl_mode);
+        if !opts.password.is_empty() {
+            connect = connect.password(&opts.password);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(opts.max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(connect)
+            .await?;
+        sqlx::migrate!("migrations/postgres").run(&pool).await.map_err(StoreError::Migration)?;
+        Ok(SqlStore { pool: Pool::Postgres(pool) })
+    }
+
+    /// Closes the pool, waiting for in-flight queries (flushes SQLite's WAL on the way).
+    pub async fn close(&self) {
+        on_pool!(self, pool => pool.close().await)
+    }
+}
