@@ -1,0 +1,329 @@
+//! Master configuration: `master.yaml` with upstream key names, then `DET_*` environment
+//! variables, then command-line flags, each overriding the one before.
+//!
+//! Every overridable scalar is listed once in [`SETTINGS`]; its environment variable
+//! (`DET_DB_HOST`) and flag (`--db-host`) are derived from its path (`db.host`), as upstream does.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config file {path} is not valid YAML: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("invalid value for {origin} ({path}): {message}")]
+    Override { origin: String, path: &'static str, message: String },
+    #[error("invalid configuration at `{field}`: {message}")]
+    Invalid { field: String, message: String },
+}
+
+/// The value type of an overridable setting, used to parse env/flag strings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettingKind {
+    Text,
+    Port,
+    Count,
+}
+
+/// One scalar that may be set from the environment or a flag.
+#[derive(Clone, Copy, Debug)]
+pub struct Setting {
+    pub path: &'static str,
+    pub kind: SettingKind,
+    pub help: &'static str,
+}
+
+impl Setting {
+    /// `db.ssl_mode` → `DET_DB_SSL_MODE`.
+    pub fn env_var(&self) -> String {
+        format!("DET_{}", self.path.replace('.', "_").to_uppercase())
+    }
+
+    /// `db.ssl_mode` → `db-ssl-mode`.
+    pub fn flag(&self) -> String {
+        self.path.replace(['.', '_'], "-")
+    }
+
+    fn parse(&self, raw: &str) -> Result<Value, String> {
+        match self.kind {
+            SettingKind::Text => Ok(Value::String(raw.to_owned())),
+            SettingKind::Port => raw
+                .trim()
+                .parse::<u16>()
+                .map(Value::from)
+                .map_err(|_| format!("expected a port number (0-65535), found {raw:?}")),
+            SettingKind::Count => raw
+                .trim()
+                .parse::<u32>()
+                .map(Value::from)
+                .map_err(|_| format!("expected a non-negative integer, found {raw:?}")),
+        }
+    }
+}
+
+const fn setting(path: &'static str, kind: SettingKind, help: &'static str) -> Setting {
+    Setting { path, kind, help }
+}
+
+/// Every setting that `DET_*` variables and `det master run` flags can override.
+pub static SETTINGS: &[Setting] = &[
+    setting("port", SettingKind::Port, "HTTP port for the API and web UI (default 8080)"),
+    setting("cluster_name", SettingKind::Text, "human-readable cluster name"),
+    setting("data_dir", SettingKind::Text, "directory for the SQLite database and default checkpoint storage"),
+    setting("db.host", SettingKind::Text, "PostgreSQL host; when unset, embedded SQLite is used"),
+    setting("db.port", SettingKind::Port, "PostgreSQL port (default 5432)"),
+    setting("db.user", SettingKind::Text, "PostgreSQL user (default postgres)"),
+    setting("db.password", SettingKind::Text, "PostgreSQL password"),
+    setting("db.name", SettingKind::Text, "PostgreSQL database name (default determined)"),
+    setting("db.ssl_mode", SettingKind::Text, "PostgreSQL sslmode: disable, prefer, require, verify-ca, verify-full"),
+    setting("security.initial_user_password", SettingKind::Text, "password for the admin and determined users created on first start"),
+    setting("security.token.default_lifespan_days", SettingKind::Count, "login session lifetime in days (default 7)"),
+    setting("checkpoint_storage.type", SettingKind::Text, "default checkpoint storage type (shared_fs, directory, s3)"),
+    setting("checkpoint_storage.host_path", SettingKind::Text, "shared_fs checkpoint storage host path"),
+    setting("checkpoint_storage.storage_path", SettingKind::Text, "checkpoint storage sub-path"),
+    setting("log.level", SettingKind::Text, "log level: trace, debug, info, warn, error"),
+];
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default)]
+pub struct MasterConfig {
+    pub port: u16,
+    pub cluster_name: String,
+    /// Ours (upstream has none): where the SQLite database and default checkpoints live.
+    pub data_dir: Option<PathBuf>,
+    pub db: DbConfig,
+    pub security: SecurityConfig,
+    /// Kept as written; validated by the experiment configuration code that uses it.
+    pub checkpoint_storage: Option<Value>,
+    pub log: LogConfig,
+    /// Keys we read but ignore, to warn about them once the logger is up.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default)]
+pub struct DbConfig {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    pub name: String,
+    pub ssl_mode: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
+pub struct SecurityConfig {
+    pub initial_user_password: Option<String>,
+    pub token: TokenConfig,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default)]
+pub struct TokenConfig {
+    pub default_lifespan_days: u32,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default)]
+pub struct LogConfig {
+    pub level: String,
+    pub color: bool,
+}
+
+impl Default for MasterConfig {
+    fn default() -> Self {
+        MasterConfig {
+            port: 8080,
+            cluster_name: String::new(),
+            data_dir: None,
+            db: DbConfig::default(),
+            security: SecurityConfig::default(),
+            checkpoint_storage: None,
+            log: LogConfig::default(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl Default for DbConfig {
+    fn default() -> Self {
+        DbConfig {
+            host: String::new(),
+            port: 5432,
+            user: "postgres".to_owned(),
+            password: String::new(),
+            name: "determined".to_owned(),
+            ssl_mode: "disable".to_owned(),
+        }
+    }
+}
+
+impl Default for TokenConfig {
+    fn default() -> Self {
+        TokenConfig { default_lifespan_days: 7 }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig { level: "info".to_owned(), color: true }
+    }
+}
+
+/// Top-level keys of upstream's master.yaml that we accept without acting on them yet.
+const UPSTREAM_ONLY_KEYS: &[&str] = &[
+    "resource_manager", "resource_pools", "additional_resource_managers", "task_container_defaults",
+    "telemetry", "observability", "enable_cors", "root", "cache", "logging", "retention_policy",
+    "webhooks", "tensorboard_timeout", "notebook_timeout", "ui_customization", "feature_switches",
+    "reserved_ports", "launch_error", "integrations", "scim", "saml", "oidc", "det_cloud",
+    "__internal", "config_file",
+];
+
+impl MasterConfig {
+    /// Reads `config_file` (if any), then applies `DET_*` variables from the process
+    /// environment, then `flag_overrides` (setting path, raw value).
+    pub fn load(config_file: Option<&Path>, flag_overrides: &[(&'static str, String)]) -> Result<MasterConfig, ConfigError> {
+        let env: Vec<(String, String)> = std::env::vars().collect();
+        Self::load_with_env(config_file, &env, flag_overrides)
+    }
+
+    /// [`MasterConfig::load`] with an explicit environment, for tests.
+    pub fn load_with_env(
+        config_file: Option<&Path>,
+        env: &[(String, String)],
+        flag_overrides: &[(&'static str, String)],
+    ) -> Result<MasterConfig, ConfigError> {
+        let mut tree = match config_file {
+            Some(path) => read_yaml(path)?,
+            None => Value::Object(Map::new()),
+        };
+        for setting in SETTINGS {
+            let var = setting.env_var();
+            if let Some((_, raw)) = env.iter().find(|(k, _)| *k == var) {
+                apply(&mut tree, setting, raw, &var)?;
+            }
+        }
+        for (path, raw) in flag_overrides {
+            let setting = SETTINGS.iter().find(|s| s.path == *path).ok_or_else(|| ConfigError::Invalid {
+                field: (*path).to_owned(),
+                message: "not an overridable setting".to_owned(),
+            })?;
+            apply(&mut tree, setting, raw, &format!("--{}", setting.flag()))?;
+        }
+        Self::from_tree(tree)
+    }
+
+    /// Parses an already-loaded YAML/JSON tree, collecting warnings for keys we ignore.
+    pub fn from_tree(mut tree: Value) -> Result<MasterConfig, ConfigError> {
+        let mut warnings = Vec::new();
+        if let Value::Object(map) = &mut tree {
+            for key in UPSTREAM_ONLY_KEYS {
+                if map.remove(*key).is_some() {
+                    warnings.push(format!("master config key `{key}` is not supported yet and is ignored"));
+                }
+            }
+        }
+        let mut ignored = Vec::new();
+        let mut config: MasterConfig = serde_ignored::deserialize(tree, |path| ignored.push(path.to_string()))
+            .map_err(|e| ConfigError::Invalid { field: "master config".to_owned(), message: e.to_string() })?;
+        warnings.extend(ignored.into_iter().map(|p| format!("unknown master config key `{p}` is ignored")));
+        config.warnings = warnings;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        const SSL_MODES: &[&str] = &["disable", "allow", "prefer", "require", "verify-ca", "verify-full"];
+        if !SSL_MODES.contains(&self.db.ssl_mode.as_str()) {
+            return Err(ConfigError::Invalid {
+                field: "db.ssl_mode".to_owned(),
+                message: format!("{:?} is not one of {}", self.db.ssl_mode, SSL_MODES.join(", ")),
+            });
+        }
+        if self.uses_postgres() && self.db.name.is_empty() {
+            return Err(ConfigError::Invalid { field: "db.name".to_owned(), message: "must not be empty when db.host is set".to_owned() });
+        }
+        if self.security.token.default_lifespan_days == 0 {
+            return Err(ConfigError::Invalid {
+                field: "security.token.default_lifespan_days".to_owned(),
+                message: "must be at least 1".to_owned(),
+            });
+        }
+        if tracing_level(&self.log.level).is_none() {
+            return Err(ConfigError::Invalid {
+                field: "log.level".to_owned(),
+                message: format!("{:?} is not one of trace, debug, info, warn, error", self.log.level),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn uses_postgres(&self) -> bool {
+        !self.db.host.is_empty()
+    }
+
+    /// `data_dir`, defaulting to `$XDG_DATA_HOME/resolute` (or the platform's equivalent).
+    pub fn data_dir(&self) -> PathBuf {
+        self.data_dir
+            .clone()
+            .or_else(|| dirs::data_dir().map(|d| d.join("resolute")))
+            .unwrap_or_else(|| PathBuf::from("resolute-data"))
+    }
+}
+
+/// Maps upstream's log level names (which include `fatal`/`panic`) to a tracing filter.
+pub fn tracing_level(level: &str) -> Option<&'static str> {
+    match level.to_ascii_lowercase().as_str() {
+        "trace" => Some("trace"),
+        "debug" => Some("debug"),
+        "info" => Some("info"),
+        "warn" | "warning" => Some("warn"),
+        "error" | "fatal" | "panic" => Some("error"),
+        _ => None,
+    }
+}
+
+fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+    let value: Value = serde_norway::from_str(&text)
+        .map_err(|e| ConfigError::Syntax { path: path.to_owned(), message: e.to_string() })?;
+    match value {
+        Value::Null => Ok(Value::Object(Map::new())),
+        Value::Object(_) => Ok(value),
+        _ => Err(ConfigError::Syntax { path: path.to_owned(), message: "the top level must be a mapping".to_owned() }),
+    }
+}
+
+/// Sets `setting.path` in `tree` to the parsed `raw`, creating intermediate mappings.
+fn apply(tree: &mut Value, setting: &Setting, raw: &str, origin: &str) -> Result<(), ConfigError> {
+    let value = setting.parse(raw).map_err(|message| ConfigError::Override {
+        origin: origin.to_owned(),
+        path: setting.path,
+        message,
+    })?;
+    let mut node = tree;
+    let mut parts = setting.path.split('.').peekable();
+    while let Some(part) = parts.next() {
+        if !node.is_object() {
+            *node = Value::Object(Map::new());
+        }
+        let Value::Object(map) = node else { unreachable!("made an object above") };
+        if parts.peek().is_none() {
+            map.insert(part.to_owned(), value);
+            return Ok(());
+        }
+        node = map.entry(part.to_owned()).or_insert_with(|| Value::Object(Map::new()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

@@ -1,0 +1,72 @@
+use std::io::Write;
+
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+#[test]
+fn defaults_match_upstream() {
+    let c = MasterConfig::load_with_env(None, &[], &[]).unwrap();
+    assert_eq!(c.port, 8080);
+    assert_eq!(c.db.port, 5432);
+    assert_eq!(c.db.user, "postgres");
+    assert_eq!(c.db.name, "determined");
+    assert!(!c.uses_postgres());
+    assert_eq!(c.security.token.default_lifespan_days, 7);
+}
+
+#[test]
+fn file_then_env_then_flags() {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "port: 9000\ndb:\n  host: filehost\n  password: secret\ncluster_name: from-file").unwrap();
+    let e = env(&[("DET_DB_HOST", "envhost"), ("DET_PORT", "9100"), ("DET_MASTER", "ignored:8080")]);
+    let flags = [("port", "9200".to_owned()), ("security.initial_user_password", "1234".to_owned())];
+    let c = MasterConfig::load_with_env(Some(file.path()), &e, &flags).unwrap();
+    assert_eq!(c.port, 9200, "flags win");
+    assert_eq!(c.db.host, "envhost", "env beats the file");
+    assert_eq!(c.db.password, "secret");
+    assert_eq!(c.cluster_name, "from-file");
+    assert_eq!(c.security.initial_user_password.as_deref(), Some("1234"), "numeric-looking passwords stay text");
+}
+
+#[test]
+fn setting_names_follow_upstream() {
+    let s = SETTINGS.iter().find(|s| s.path == "db.ssl_mode").unwrap();
+    assert_eq!(s.env_var(), "DET_DB_SSL_MODE");
+    assert_eq!(s.flag(), "db-ssl-mode");
+}
+
+#[test]
+fn bad_values_name_the_field() {
+    let err = MasterConfig::load_with_env(None, &env(&[("DET_PORT", "eighty")]), &[]).unwrap_err();
+    assert!(err.to_string().contains("DET_PORT") && err.to_string().contains("port number"), "{err}");
+
+    let tree = serde_json::json!({"db": {"ssl_mode": "sometimes"}});
+    let err = MasterConfig::from_tree(tree).unwrap_err();
+    assert!(err.to_string().contains("db.ssl_mode"), "{err}");
+
+    let tree = serde_json::json!({"port": "x"});
+    assert!(MasterConfig::from_tree(tree).is_err());
+}
+
+#[test]
+fn unknown_and_upstream_only_keys_warn() {
+    let tree = serde_json::json!({"resource_manager": {"type": "agent"}, "db": {"hots": "x"}, "bogus": 1});
+    let c = MasterConfig::from_tree(tree).unwrap();
+    let all = c.warnings.join("\n");
+    assert!(all.contains("resource_manager"), "{all}");
+    assert!(all.contains("db.hots"), "{all}");
+    assert!(all.contains("bogus"), "{all}");
+}
+
+#[test]
+fn unreadable_and_malformed_files_are_errors() {
+    let err = MasterConfig::load_with_env(Some(Path::new("/nonexistent/master.yaml")), &[], &[]).unwrap_err();
+    assert!(matches!(err, ConfigError::Read { .. }));
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "port: [unclosed").unwrap();
+    let err = MasterConfig::load_with_env(Some(file.path()), &[], &[]).unwrap_err();
+    assert!(matches!(err, ConfigError::Syntax { .. }), "{err}");
+}

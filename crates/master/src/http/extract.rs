@@ -1,0 +1,83 @@
+//! Request extractors whose failures are proper API errors (the envelope, a 4xx, a message that
+//! names the problem) instead of axum's plain-text rejections.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::{AUTHORIZATION, COOKIE};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+use crate::services::Principal;
+use crate::state::AppState;
+
+/// A JSON body. Accepted whatever the `Content-Type` (curl's `-d` sends form encoding, and
+/// upstream's gateway does not care either); an empty body reads as `{}`.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            let status = rejection.status();
+            ApiError::new(resolute_api::error::ErrorCode::ResourceExhausted, format!("request body rejected: {}", rejection.body_text()))
+                .with_status(status)
+        })?;
+        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { &bytes };
+        let mut de = serde_json::Deserializer::from_slice(text);
+        match serde_path_to_error::deserialize(&mut de) {
+            Ok(value) => Ok(JsonBody(value)),
+            Err(err) => {
+                let path = err.path().to_string();
+                let place = if path == "." { String::new() } else { format!(" at `{path}`") };
+                Err(ApiError::invalid(format!("invalid request body{place}: {}", err.inner())))
+            }
+        }
+    }
+}
+
+/// Query parameters, with parse failures reported as 400s.
+pub struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default();
+        serde_urlencoded::from_str(query)
+            .map(QueryParams)
+            .map_err(|e| ApiError::invalid(format!("invalid query parameters: {e}")))
+    }
+}
+
+/// The bearer token of a request: `Authorization: Bearer <t>`, else the web UI's `auth` cookie.
+pub fn bearer_token(parts: &Parts) -> Option<&str> {
+    let from_header = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    from_header.or_else(|| {
+        parts
+            .headers
+            .get_all(COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .find_map(|pair| pair.trim().strip_prefix("auth="))
+            .filter(|t| !t.is_empty())
+    })
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer_token(parts)
+            .ok_or_else(|| ApiError::unauthenticated("authentication required: send Authorization: Bearer <token> (see POST /api/v1/auth/login)"))?;
+        state.auth.authenticate(token).await
+    }
+}

@@ -1,0 +1,51 @@
+//! The HTTP surface: a thin layer that parses requests, calls services and renders results.
+
+mod auth;
+mod extract;
+mod info;
+mod openapi;
+mod users;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use tower_http::catch_panic::CatchPanicLayer;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Largest request body accepted (upstream's gRPC receive limit is 96 MiB, for model uploads).
+pub const MAX_BODY_BYTES: usize = 96 * 1024 * 1024;
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/info", get(info::info))
+        .route("/api/v1/master", get(info::get_master))
+        .route("/api/v1/auth/login", post(auth::login))
+        .route("/api/v1/auth/logout", post(auth::logout))
+        .route("/api/v1/auth/user", get(auth::current_user))
+        .route("/api/v1/me", get(auth::me))
+        .route("/api/v1/users", get(users::list).post(users::create))
+        .route("/api/v1/users/{user}", get(users::get).patch(users::patch))
+        .route("/api/v1/users/{user}/by-username", get(users::get_by_name))
+        .route("/api/v1/users/{user}/password", post(users::set_password))
+        .route("/api/v1/openapi.json", get(openapi::document))
+        .route("/api/v1/api.swagger.json", get(openapi::document))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(|_| {
+            tracing::error!("a request handler panicked");
+            axum::response::IntoResponse::into_response(ApiError::internal())
+        }))
+        .with_state(state)
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!("no such endpoint: {}", uri.path()))
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::invalid(format!("method {method} is not allowed on {}", uri.path())).with_status(StatusCode::METHOD_NOT_ALLOWED)
+}

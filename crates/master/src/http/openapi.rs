@@ -1,0 +1,39 @@
+//! The OpenAPI document, generated from the handler annotations.
+
+use axum::Json;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Resolute REST API", description = "Determined-compatible REST API (grpc-gateway v1 JSON conventions)."),
+    paths(
+        super::info::info,
+        super::info::get_master,
+        super::auth::login,
+        super::auth::logout,
+        super::auth::me,
+        super::auth::current_user,
+        super::users::list,
+        super::users::create,
+        super::users::get,
+        super::users::get_by_name,
+        super::users::patch,
+        super::users::set_password,
+    ),
+    modifiers(&BearerAuth)
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+    }
+}
+
+pub async fn document() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

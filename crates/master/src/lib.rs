@@ -1,0 +1,149 @@
+//! The Resolute master: configuration, the store, services and the HTTP API on one port.
+//!
+//! Layering (outer to inner): `http` (parse, authenticate, render) → `services` (rules and
+//! permissions) → `resolute_store::Store` (persistence). `auth` holds the pure credential
+//! functions both layers use.
+
+pub mod auth;
+pub mod config;
+mod error;
+mod http;
+pub mod services;
+mod state;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use resolute_store::{PostgresOptions, SqlStore, Store, StoreError};
+use thiserror::Error;
+use tokio::net::TcpListener;
+
+pub use config::MasterConfig;
+pub use error::ApiError;
+pub use state::{AppState, Identity};
+
+#[derive(Debug, Error)]
+pub enum MasterError {
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir { path: std::path::PathBuf, source: std::io::Error },
+    #[error("cannot open the {backend} database: {source}")]
+    Store { backend: &'static str, source: StoreError },
+    #[error("cannot listen on port {port}: {source}")]
+    Bind { port: u16, source: std::io::Error },
+    #[error("cannot create the default users: {0}")]
+    Bootstrap(String),
+    #[error("server error: {0}")]
+    Serve(std::io::Error),
+}
+
+/// A master that has opened its store and bound its port, ready to serve.
+pub struct Master {
+    listener: TcpListener,
+    state: AppState,
+    store: Arc<SqlStore>,
+}
+
+impl Master {
+    /// Opens the store (applying migrations), creates default users, binds the port.
+    pub async fn start(config: MasterConfig) -> Result<Master, MasterError> {
+        let store = Arc::new(open_store(&config).await?);
+        let state = AppState::new(
+            store.clone(),
+            config.clone(),
+            Identity {
+                master_id: uuid::Uuid::new_v4().to_string(),
+                cluster_id: store
+                    .cluster_id()
+                    .await
+                    .map_err(|source| MasterError::Store { backend: store.backend(), source })?,
+                cluster_name: config.cluster_name.clone(),
+            },
+        );
+        state
+            .users
+            .ensure_default_users(config.security.initial_user_password.as_deref())
+            .await
+            .map_err(|e| MasterError::Bootstrap(e.message))?;
+        let addr = SocketAddr::from(([0, 0, 0, 0], config.port));
+        let listener = TcpListener::bind(addr).await.map_err(|source| MasterError::Bind { port: config.port, source })?;
+        Ok(Master { listener, state, store })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// Serves until `shutdown` resolves, then drains connections and closes the store.
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), MasterError> {
+        let Master { listener, state, store } = self;
+        let purger = tokio::spawn(purge_sessions_periodically(state.clone()));
+        let app = http::router(state);
+        let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(MasterError::Serve);
+        purger.abort();
+        store.close().await;
+        result
+    }
+}
+
+/// Runs a master until SIGINT or SIGTERM.
+pub async fn run(config: MasterConfig) -> Result<(), MasterError> {
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    let master = Master::start(config).await?;
+    tracing::info!(addr = %master.local_addr(), backend = master.store.backend(), "master listening");
+    master.serve(shutdown_signal()).await?;
+    tracing::info!("master stopped");
+    Ok(())
+}
+
+async fn open_store(config: &MasterConfig) -> Result<SqlStore, MasterError> {
+    if config.uses_postgres() {
+        let opts = PostgresOptions {
+            host: config.db.host.clone(),
+            port: config.db.port,
+            user: config.db.user.clone(),
+            password: config.db.password.clone(),
+            database: config.db.name.clone(),
+            ssl_mode: config.db.ssl_mode.clone(),
+            max_connections: 16,
+        };
+        SqlStore::open_postgres(&opts).await.map_err(|source| MasterError::Store { backend: "postgres", source })
+    } else {
+        let dir = config.data_dir();
+        std::fs::create_dir_all(&dir).map_err(|source| MasterError::DataDir { path: dir.clone(), source })?;
+        SqlStore::open_sqlite(&dir.join("resolute.db")).await.map_err(|source| MasterError::Store { backend: "sqlite", source })
+    }
+}
+
+async fn purge_sessions_periodically(state: AppState) {
+    let mut tick = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tick.tick().await;
+        match state.auth.purge_expired().await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(sessions = n, "purged expired sessions"),
+            Err(e) => tracing::warn!(error = %e.message, "purging expired sessions failed"),
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

@@ -1,0 +1,7 @@
+//! Business rules, independent of HTTP: handlers parse and render, services decide.
+
+mod auth;
+mod users;
+
+pub use auth::{AuthService, Principal};
+pub use users::{NewUserRequest, UserChanges, UserListQuery, UserService, validate_username};

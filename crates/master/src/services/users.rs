@@ -1,0 +1,205 @@
+//! User accounts and who may change what.
+//!
+//! Rules (as upstream's open-source edition): any user may read users; only admins create users
+//! or change another user's account; a non-admin may change only their own display name and
+//! password.
+
+use std::sync::Arc;
+
+use resolute_store::{OrderDirection, Store, UserFilter, UserPage, UserPatch, UserRecord, UserSort, db_now};
+
+use crate::auth::password;
+use crate::error::{ApiError, ApiResult};
+use crate::services::Principal;
+
+const MAX_USERNAME_LEN: usize = 128;
+const MAX_DISPLAY_NAME_LEN: usize = 256;
+
+#[derive(Clone)]
+pub struct UserService {
+    store: Arc<dyn Store>,
+}
+
+/// A validated-on-use request to create a user.
+pub struct NewUserRequest {
+    pub username: String,
+    pub display_name: String,
+    pub admin: bool,
+    pub active: bool,
+    pub remote: bool,
+    /// The client hash of the password (blank = no password).
+    pub client_hash: String,
+}
+
+/// A change to a user; the password is already normalised to its client hash.
+#[derive(Default)]
+pub struct UserChanges {
+    pub username: Option<String>,
+    pub display_name: Option<String>,
+    pub admin: Option<bool>,
+    pub active: Option<bool>,
+    pub remote: Option<bool>,
+    pub client_hash: Option<String>,
+}
+
+impl UserService {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        UserService { store }
+    }
+
+    /// Creates `admin` and `determined` on a fresh database; existing users are left alone.
+    pub async fn ensure_default_users(&self, initial_password: Option<&str>) -> ApiResult<()> {
+        let hash = password::hash_for_storage(password::client_hash(initial_password.unwrap_or(""))).await;
+        for (username, admin) in [("admin", true), ("determined", false)] {
+            let created = self
+                .store
+                .create_user_if_absent(resolute_store::NewUser {
+                    username: username.to_owned(),
+                    display_name: String::new(),
+                    admin,
+                    active: true,
+                    remote: false,
+                    password_hash: hash.clone(),
+                    now: db_now(),
+                })
+                .await?;
+            if created {
+                tracing::info!(username, "created default user");
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn create(&self, caller: &Principal, req: NewUserRequest) -> ApiResult<UserRecord> {
+        require_admin(caller, "create users")?;
+        validate_username(&req.username)?;
+        validate_display_name(&req.display_name)?;
+        if req.remote && !req.client_hash.is_empty() {
+            return Err(ApiError::invalid("password: remote users cannot have a password"));
+        }
+        let password_hash = password::hash_for_storage(req.client_hash).await;
+        let user = resolute_store::NewUser {
+            username: req.username,
+            display_name: req.display_name,
+            admin: req.admin,
+            active: req.active,
+            remote: req.remote,
+            password_hash,
+            now: db_now(),
+        };
+        Ok(self.store.create_user(user).await?)
+    }
+
+    pub async fn get(&self, id: i32) -> ApiResult<UserRecord> {
+        Ok(self.store.user_by_id(id).await?)
+    }
+
+    pub async fn get_by_name(&self, username: &str) -> ApiResult<UserRecord> {
+        Ok(self.store.user_by_name(username).await?)
+    }
+
+    pub async fn list(&self, filter: UserListQuery) -> ApiResult<UserPage> {
+        let mut store_filter = UserFilter {
+            active: filter.active,
+            admin: filter.admin,
+            name: filter.name.filter(|n| !n.is_empty()),
+            sort: filter.sort,
+            order: filter.order,
+            offset: 0,
+            limit: None,
+        };
+        let offset = if filter.offset < 0 {
+            // Negative offsets count from the end, so the total is needed first.
+            let total = self.store.list_users(&UserFilter { limit: Some(0), ..store_filter.clone() }).await?.total;
+            (total + filter.offset).max(0)
+        } else {
+            filter.offset
+        };
+        store_filter.offset = offset;
+        store_filter.limit = (filter.limit > 0).then_some(filter.limit);
+        Ok(self.store.list_users(&store_filter).await?)
+    }
+
+    pub async fn update(&self, caller: &Principal, id: i32, changes: UserChanges) -> ApiResult<UserRecord> {
+        let is_self = caller.user.id == id;
+        let admin_only = changes.username.is_some() || changes.admin.is_some() || changes.active.is_some() || changes.remote.is_some();
+        if !caller.user.admin && (!is_self || admin_only) {
+            return Err(ApiError::forbidden(if is_self {
+                "only admins can change username, admin, active or remote"
+            } else {
+                "only admins can change other users"
+            }));
+        }
+        if let Some(name) = &changes.username {
+            validate_username(name)?;
+        }
+        if let Some(name) = &changes.display_name {
+            validate_display_name(name)?;
+        }
+        let target = self.store.user_by_id(id).await?;
+        let becomes_remote = changes.remote.unwrap_or(target.remote);
+        if becomes_remote && changes.client_hash.as_deref().is_some_and(|h| !h.is_empty()) {
+            return Err(ApiError::invalid("password: remote users cannot have a password"));
+        }
+        let password_hash = match changes.client_hash {
+            Some(hash) => Some(password::hash_for_storage(hash).await),
+            // Turning a user remote removes their password, as upstream does.
+            None if changes.remote == Some(true) => Some(None),
+            None => None,
+        };
+        let patch = UserPatch {
+            username: changes.username,
+            display_name: changes.display_name,
+            admin: changes.admin,
+            active: changes.active,
+            remote: changes.remote,
+            password_hash,
+            now: Some(db_now()),
+        };
+        Ok(self.store.update_user(id, &patch).await?)
+    }
+}
+
+/// `GET /api/v1/users` after parsing.
+pub struct UserListQuery {
+    pub active: Option<bool>,
+    pub admin: Option<bool>,
+    pub name: Option<String>,
+    pub sort: UserSort,
+    pub order: OrderDirection,
+    pub offset: i64,
+    pub limit: i64,
+}
+
+
+fn require_admin(caller: &Principal, action: &str) -> ApiResult<()> {
+    if caller.user.admin { Ok(()) } else { Err(ApiError::forbidden(format!("only admins can {action}"))) }
+}
+
+/// Usernames appear in URLs (`/users/{name}/by-username`) and CLI tables: no whitespace, no
+/// control characters, no slashes.
+pub fn validate_username(name: &str) -> ApiResult<()> {
+    let problem = if name.is_empty() {
+        Some("must not be empty".to_owned())
+    } else if name.chars().count() > MAX_USERNAME_LEN {
+        Some(format!("must be at most {MAX_USERNAME_LEN} characters"))
+    } else if name.chars().any(|c| c.is_whitespace() || c.is_control() || c == '/') {
+        Some("must not contain whitespace, control characters or '/'".to_owned())
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(ApiError::invalid(format!("username {name:?} is invalid: {p}"))),
+        None => Ok(()),
+    }
+}
+
+fn validate_display_name(name: &str) -> ApiResult<()> {
+    if name.chars().count() > MAX_DISPLAY_NAME_LEN {
+        return Err(ApiError::invalid(format!("displayName must be at most {MAX_DISPLAY_NAME_LEN} characters")));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(ApiError::invalid("displayName must not contain control characters"));
+    }
+    Ok(())
+}

@@ -1,0 +1,38 @@
+//! Shared state handed to every handler.
+
+use std::sync::Arc;
+
+use resolute_store::Store;
+
+use crate::config::MasterConfig;
+use crate::services::{AuthService, UserService};
+
+/// Who this master is, as reported by `/info` and `/api/v1/master`.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    /// Random per process, as upstream.
+    pub master_id: String,
+    /// Stable for the database.
+    pub cluster_id: String,
+    pub cluster_name: String,
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub identity: Arc<Identity>,
+    pub config: Arc<MasterConfig>,
+    pub auth: AuthService,
+    pub users: UserService,
+}
+
+impl AppState {
+    pub fn new(store: Arc<dyn Store>, config: MasterConfig, identity: Identity) -> AppState {
+        let lifespan = chrono::TimeDelta::days(i64::from(config.security.token.default_lifespan_days));
+        AppState {
+            identity: Arc::new(identity),
+            config: Arc::new(config),
+            auth: AuthService::new(store.clone(), lifespan),
+            users: UserService::new(store),
+        }
+    }
+}

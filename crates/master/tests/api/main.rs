@@ -1,0 +1,44 @@
+//! HTTP-level tests of the master, each run against SQLite and (when configured) PostgreSQL.
+//! They speak the wire format the upstream clients use, so they double as contract tests.
+
+mod harness;
+mod auth;
+mod bad_input;
+mod info;
+mod users;
+
+harness::api_test!(info::info_is_unauthenticated_and_snake_case);
+harness::api_test!(info::master_endpoint_is_camel_case);
+harness::api_test!(info::openapi_document_lists_endpoints);
+harness::api_test!(info::unknown_route_is_json_404);
+harness::api_test!(auth::blank_password_login_with_hashed_and_plain);
+harness::api_test!(auth::wrong_password_and_unknown_user_are_403);
+harness::api_test!(auth::logout_invalidates_token);
+harness::api_test!(auth::cookie_is_accepted);
+harness::api_test!(auth::missing_or_garbage_token_is_401);
+harness::api_test!(auth::deactivated_user_cannot_log_in_or_use_sessions);
+harness::api_test!(users::admin_creates_user_and_sets_password);
+harness::api_test!(users::seed_000_curl_shapes);
+harness::api_test!(users::non_admin_permissions);
+harness::api_test!(users::list_paginates_and_filters);
+harness::api_test!(users::patch_fields_and_rename_conflict);
+harness::api_test!(bad_input::malformed_bodies_are_400_naming_the_field);
+harness::api_test!(bad_input::duplicate_and_invalid_usernames);
+harness::api_test!(bad_input::oversized_body_is_413);
+harness::api_test!(bad_input::bad_path_and_query_values);
+
+#[tokio::test]
+async fn initial_user_password_applies_to_default_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = resolute_master::MasterConfig::default();
+    config.port = 0;
+    config.data_dir = Some(dir.path().to_owned());
+    config.security.initial_user_password = Some("Sup3rSecret".into());
+    let master = harness::TestMaster::start(config).await;
+    let blank = master.post("/api/v1/auth/login", None, serde_json::json!({"username": "admin", "password": ""})).await;
+    assert_eq!(blank.status, 403);
+    for user in ["admin", "determined"] {
+        let ok = master.post("/api/v1/auth/login", None, serde_json::json!({"username": user, "password": "Sup3rSecret"})).await;
+        assert_eq!(ok.status, 200, "{user}: {}", ok.body);
+    }
+}

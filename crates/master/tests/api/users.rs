@@ -1,0 +1,141 @@
+use serde_json::json;
+
+use crate::harness::{TestMaster, assert_error};
+
+pub async fn admin_creates_user_and_sets_password(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    // The upstream CLI's create: client-hashed password, isHashed true.
+    let hash = resolute_master::auth::password::client_hash("TestPass1");
+    let r = m
+        .post("/api/v1/users", Some(&admin), json!({"user": {"username": "testuser1", "admin": false, "active": true, "remote": false}, "password": hash, "isHashed": true}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let user = &r.body["user"];
+    assert_eq!(user["username"], "testuser1");
+    assert_eq!(user["displayName"], "");
+    assert!(user["modifiedAt"].as_str().unwrap().ends_with('Z'));
+    assert!(user.get("lastAuthAt").is_none(), "optional field omitted until the first login");
+    let id = user["id"].as_i64().unwrap();
+    m.login("testuser1", "TestPass1").await;
+
+    let by_name = m.get("/api/v1/users/testuser1/by-username", Some(&admin)).await;
+    assert_eq!(by_name.body["user"]["id"], id);
+    let by_id = m.get(&format!("/api/v1/users/{id}"), Some(&admin)).await;
+    assert_eq!(by_id.body["user"]["username"], "testuser1");
+
+    // The upstream change-password: PATCH with a client hash.
+    let new_hash = resolute_master::auth::password::client_hash("NewPass2");
+    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), json!({"password": new_hash, "isHashed": true})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    m.login("testuser1", "NewPass2").await;
+    let old = m.post("/api/v1/auth/login", None, json!({"username": "testuser1", "password": "TestPass1"})).await;
+    assert_eq!(old.status, 403);
+}
+
+pub async fn seed_000_curl_shapes(m: &TestMaster) {
+    // Login with a plain password; the body is one line with "token" first, which the seed's
+    // `grep token | awk | cut -d':' -f 2 | cut -d',' -f 1` pipeline relies on.
+    let r = m.post_raw("/api/v1/auth/login", None, r#"{ "username": "admin", "password": "" }"#).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.text.starts_with(r#"{"token":""#), "{}", r.text);
+    assert!(!r.text.contains('\n'));
+    let token = r.text.split(':').nth(1).unwrap().split(',').next().unwrap().trim_matches('"').to_owned();
+    // Create without a Content-Type header (curl -d without -H sends form encoding).
+    let body = r#"{ "user": { "username": "testuser1", "admin": false, "active": true }, "password": "Init1Pass" }"#;
+    let r = m
+        .send(m.http.post(format!("{}/api/v1/users", m.base)).bearer_auth(&token).header("Content-Type", "application/x-www-form-urlencoded").body(body))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let list = m.get("/api/v1/users", Some(&token)).await;
+    let id = list.body["users"].as_array().unwrap().iter().find(|u| u["username"] == "testuser1").unwrap()["id"].as_i64().unwrap();
+    // The password endpoint takes a bare JSON string.
+    let r = m.post_raw(&format!("/api/v1/users/{id}/password"), Some(&token), r#""Seed000Pass""#).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    m.login("testuser1", "Seed000Pass").await;
+}
+
+pub async fn non_admin_permissions(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let alice = m.create_user(&admin, "alice", "Alice123").await;
+    let bob = m.create_user(&admin, "bob", "Bob12345").await;
+    let tok = m.login("alice", "Alice123").await;
+
+    let create = m.post("/api/v1/users", Some(&tok), json!({"user": {"username": "mallory"}, "password": "x"})).await;
+    assert_error(&create, 403, "PermissionDenied");
+    let other = m.post_raw(&format!("/api/v1/users/{bob}/password"), Some(&tok), r#""hacked""#).await;
+    assert_error(&other, 403, "PermissionDenied");
+    let escalate = m.patch(&format!("/api/v1/users/{alice}"), Some(&tok), json!({"admin": true})).await;
+    assert_error(&escalate, 403, "PermissionDenied");
+    let deactivate = m.patch(&format!("/api/v1/users/{bob}"), Some(&tok), json!({"active": false})).await;
+    assert_error(&deactivate, 403, "PermissionDenied");
+
+    // Own display name and password are fine.
+    let r = m.patch(&format!("/api/v1/users/{alice}"), Some(&tok), json!({"displayName": "Alice"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = m.post_raw(&format!("/api/v1/users/{alice}/password"), Some(&tok), r#""Alice456""#).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    m.login("alice", "Alice456").await;
+    // Reading users is open to everyone.
+    assert_eq!(m.get("/api/v1/users", Some(&tok)).await.status, 200);
+    // And bob was not touched.
+    m.login("bob", "Bob12345").await;
+}
+
+pub async fn list_paginates_and_filters(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    for i in 0..5 {
+        m.create_user(&admin, &format!("user{i}"), "").await;
+    }
+    let id = m.get("/api/v1/users/user4/by-username", Some(&admin)).await.body["user"]["id"].as_i64().unwrap();
+    m.patch(&format!("/api/v1/users/{id}"), Some(&admin), json!({"active": false})).await;
+
+    let all = m.get("/api/v1/users", Some(&admin)).await;
+    assert_eq!(all.body["users"].as_array().unwrap().len(), 7);
+    assert_eq!(all.body["pagination"], json!({"offset": 0, "limit": 0, "startIndex": 0, "endIndex": 7, "total": 7}));
+
+    let active = m.get("/api/v1/users?active=true", Some(&admin)).await;
+    assert_eq!(active.body["pagination"]["total"], 6);
+
+    // The upstream SDK pages with offset=endIndex until endIndex >= total.
+    let mut seen = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = m.get(&format!("/api/v1/users?offset={offset}&limit=3&sortBy=SORT_BY_USER_NAME&orderBy=ORDER_BY_DESC"), Some(&admin)).await;
+        assert_eq!(page.status, 200, "{}", page.text);
+        for u in page.body["users"].as_array().unwrap() {
+            seen.push(u["username"].as_str().unwrap().to_owned());
+        }
+        let p = &page.body["pagination"];
+        if p["endIndex"].as_i64() >= p["total"].as_i64() {
+            break;
+        }
+        offset = p["endIndex"].as_i64().unwrap();
+    }
+    assert_eq!(seen, ["user4", "user3", "user2", "user1", "user0", "determined", "admin"]);
+
+    let named = m.get("/api/v1/users?name=USER3", Some(&admin)).await;
+    assert_eq!(named.body["users"][0]["username"], "user3");
+    let admins = m.get("/api/v1/users?admin=true", Some(&admin)).await;
+    assert_eq!(admins.body["pagination"]["total"], 1);
+    let tail = m.get("/api/v1/users?offset=-2", Some(&admin)).await;
+    assert_eq!(tail.body["users"].as_array().unwrap().len(), 2);
+    assert_eq!(tail.body["pagination"]["startIndex"], 5);
+}
+
+pub async fn patch_fields_and_rename_conflict(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let id = m.create_user(&admin, "carl", "Carl1234").await;
+    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), json!({"display_name": "Carl C", "admin": true})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["user"]["displayName"], "Carl C");
+    assert_eq!(r.body["user"]["admin"], true);
+    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), json!({"username": "determined"})).await;
+    assert_error(&r, 409, "AlreadyExists");
+    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), json!({"username": "carlos"})).await;
+    assert_eq!(r.body["user"]["username"], "carlos");
+    m.login("carlos", "Carl1234").await;
+    let r = m.patch("/api/v1/users/999", Some(&admin), json!({"active": true})).await;
+    assert_error(&r, 404, "NotFound");
+    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), json!({"agentUserGroup": {"agentUid": 1}})).await;
+    assert_error(&r, 501, "Unimplemented");
+}
