@@ -84,12 +84,6 @@ pub struct ErrorDetail {
 
 impl ErrorBody {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ErrorBody {
-            error: ErrorDetail {
-                code: code.grpc_code(),
-                reason: code.reason().to_owned(),
-                error: message.into(),
-            },
-        }
+        ErrorBody { error: ErrorDetail { code: code.grpc_code(), reason: code.reason().to_owned(), error: message.into() } }
     }
 }

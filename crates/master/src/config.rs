@@ -52,16 +52,12 @@ impl Setting {
     fn parse(&self, raw: &str) -> Result<Value, String> {
         match self.kind {
             SettingKind::Text => Ok(Value::String(raw.to_owned())),
-            SettingKind::Port => raw
-                .trim()
-                .parse::<u16>()
-                .map(Value::from)
-                .map_err(|_| format!("expected a port number (0-65535), found {raw:?}")),
-            SettingKind::Count => raw
-                .trim()
-                .parse::<u32>()
-                .map(Value::from)
-                .map_err(|_| format!("expected a non-negative integer, found {raw:?}")),
+            SettingKind::Port => {
+                raw.trim().parse::<u16>().map(Value::from).map_err(|_| format!("expected a port number (0-65535), found {raw:?}"))
+            }
+            SettingKind::Count => {
+                raw.trim().parse::<u32>().map(Value::from).map_err(|_| format!("expected a non-negative integer, found {raw:?}"))
+            }
         }
     }
 }
@@ -179,11 +175,31 @@ impl Default for LogConfig {
 
 /// Top-level keys of upstream's master.yaml that we accept without acting on them yet.
 const UPSTREAM_ONLY_KEYS: &[&str] = &[
-    "resource_manager", "resource_pools", "additional_resource_managers", "task_container_defaults",
-    "telemetry", "observability", "enable_cors", "root", "cache", "logging", "retention_policy",
-    "webhooks", "tensorboard_timeout", "notebook_timeout", "ui_customization", "feature_switches",
-    "reserved_ports", "launch_error", "integrations", "scim", "saml", "oidc", "det_cloud",
-    "__internal", "config_file",
+    "resource_manager",
+    "resource_pools",
+    "additional_resource_managers",
+    "task_container_defaults",
+    "telemetry",
+    "observability",
+    "enable_cors",
+    "root",
+    "cache",
+    "logging",
+    "retention_policy",
+    "webhooks",
+    "tensorboard_timeout",
+    "notebook_timeout",
+    "ui_customization",
+    "feature_switches",
+    "reserved_ports",
+    "launch_error",
+    "integrations",
+    "scim",
+    "saml",
+    "oidc",
+    "det_cloud",
+    "__internal",
+    "config_file",
 ];
 
 impl MasterConfig {
@@ -211,10 +227,10 @@ impl MasterConfig {
             }
         }
         for (path, raw) in flag_overrides {
-            let setting = SETTINGS.iter().find(|s| s.path == *path).ok_or_else(|| ConfigError::Invalid {
-                field: (*path).to_owned(),
-                message: "not an overridable setting".to_owned(),
-            })?;
+            let setting = SETTINGS
+                .iter()
+                .find(|s| s.path == *path)
+                .ok_or_else(|| ConfigError::Invalid { field: (*path).to_owned(), message: "not an overridable setting".to_owned() })?;
             apply(&mut tree, setting, raw, &format!("--{}", setting.flag()))?;
         }
         Self::from_tree(tree)
@@ -271,10 +287,7 @@ impl MasterConfig {
 
     /// `data_dir`, defaulting to `$XDG_DATA_HOME/resolute` (or the platform's equivalent).
     pub fn data_dir(&self) -> PathBuf {
-        self.data_dir
-            .clone()
-            .or_else(|| dirs::data_dir().map(|d| d.join("resolute")))
-            .unwrap_or_else(|| PathBuf::from("resolute-data"))
+        self.data_dir.clone().or_else(|| dirs::data_dir().map(|d| d.join("resolute"))).unwrap_or_else(|| PathBuf::from("resolute-data"))
     }
 }
 
@@ -292,8 +305,7 @@ pub fn tracing_level(level: &str) -> Option<&'static str> {
 
 fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-    let value: Value = serde_norway::from_str(&text)
-        .map_err(|e| ConfigError::Syntax { path: path.to_owned(), message: e.to_string() })?;
+    let value: Value = serde_norway::from_str(&text).map_err(|e| ConfigError::Syntax { path: path.to_owned(), message: e.to_string() })?;
     match value {
         Value::Null => Ok(Value::Object(Map::new())),
         Value::Object(_) => Ok(value),
@@ -303,11 +315,7 @@ fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
 
 /// Sets `setting.path` in `tree` to the parsed `raw`, creating intermediate mappings.
 fn apply(tree: &mut Value, setting: &Setting, raw: &str, origin: &str) -> Result<(), ConfigError> {
-    let value = setting.parse(raw).map_err(|message| ConfigError::Override {
-        origin: origin.to_owned(),
-        path: setting.path,
-        message,
-    })?;
+    let value = setting.parse(raw).map_err(|message| ConfigError::Override { origin: origin.to_owned(), path: setting.path, message })?;
     let mut node = tree;
     let mut parts = setting.path.split('.').peekable();
     while let Some(part) = parts.next() {

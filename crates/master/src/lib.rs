@@ -54,10 +54,7 @@ impl Master {
             config.clone(),
             Identity {
                 master_id: uuid::Uuid::new_v4().to_string(),
-                cluster_id: store
-                    .cluster_id()
-                    .await
-                    .map_err(|source| MasterError::Store { backend: store.backend(), source })?,
+                cluster_id: store.cluster_id().await.map_err(|source| MasterError::Store { backend: store.backend(), source })?,
                 cluster_name: config.cluster_name.clone(),
             },
         );

@@ -24,9 +24,7 @@ impl StoreError {
     /// Maps a unique-constraint violation to `Conflict`, anything else to `Backend`.
     pub(crate) fn from_write(entity: &'static str, key: impl ToString, err: sqlx::Error) -> Self {
         match &err {
-            sqlx::Error::Database(db) if db.is_unique_violation() => {
-                StoreError::Conflict { entity, key: key.to_string() }
-            }
+            sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict { entity, key: key.to_string() },
             _ => StoreError::Backend(err),
         }
     }

@@ -15,10 +15,7 @@ mod model;
 mod sql;
 
 pub use error::{StoreError, StoreResult};
-pub use model::{
-    NewSession, NewUser, OrderDirection, SessionRecord, UserFilter, UserPage, UserPatch,
-    UserRecord, UserSort,
-};
+pub use model::{NewSession, NewUser, OrderDirection, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord, UserSort};
 pub use sql::{PostgresOptions, SqlStore};
 
 use async_trait::async_trait;

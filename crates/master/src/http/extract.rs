@@ -45,9 +45,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or_default();
-        serde_urlencoded::from_str(query)
-            .map(QueryParams)
-            .map_err(|e| ApiError::invalid(format!("invalid query parameters: {e}")))
+        serde_urlencoded::from_str(query).map(QueryParams).map_err(|e| ApiError::invalid(format!("invalid query parameters: {e}")))
     }
 }
 
@@ -76,8 +74,9 @@ impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer_token(parts)
-            .ok_or_else(|| ApiError::unauthenticated("authentication required: send Authorization: Bearer <token> (see POST /api/v1/auth/login)"))?;
+        let token = bearer_token(parts).ok_or_else(|| {
+            ApiError::unauthenticated("authentication required: send Authorization: Bearer <token> (see POST /api/v1/auth/login)")
+        })?;
         state.auth.authenticate(token).await
     }
 }

@@ -33,7 +33,11 @@ fn parse_user_id(raw: &str) -> ApiResult<i32> {
 
 #[utoipa::path(get, path = "/api/v1/users", tag = "Users", params(GetUsersQuery),
     responses((status = 200, body = GetUsersResponse), (status = 401, body = ErrorBody)), security(("bearer" = [])))]
-pub async fn list(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<GetUsersQuery>) -> ApiResult<Json<GetUsersResponse>> {
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Principal,
+    QueryParams(q): QueryParams<GetUsersQuery>,
+) -> ApiResult<Json<GetUsersResponse>> {
     let sort = match q.sort_by.unwrap_or_default() {
         UserSortBy::Unspecified => UserSort::Id,
         UserSortBy::DisplayName => UserSort::DisplayName,
@@ -63,13 +67,20 @@ pub async fn list(State(state): State<AppState>, _caller: Principal, QueryParams
         })
         .await?;
     let total = i32::try_from(page.total).unwrap_or(i32::MAX);
-    Ok(Json(GetUsersResponse { users: page.users.into_iter().map(to_wire).collect(), pagination: Pagination::resolve(offset, limit, total) }))
+    Ok(Json(GetUsersResponse {
+        users: page.users.into_iter().map(to_wire).collect(),
+        pagination: Pagination::resolve(offset, limit, total),
+    }))
 }
 
 #[utoipa::path(post, path = "/api/v1/users", tag = "Users", request_body = PostUserRequest,
     responses((status = 200, body = UserResponse), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn create(State(state): State<AppState>, caller: Principal, JsonBody(req): JsonBody<PostUserRequest>) -> ApiResult<Json<UserResponse>> {
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Principal,
+    JsonBody(req): JsonBody<PostUserRequest>,
+) -> ApiResult<Json<UserResponse>> {
     let user = req.user.ok_or_else(|| ApiError::invalid("user: required (the account to create)"))?;
     if user.agent_user_group.as_ref().is_some_and(|g| !g.is_null()) {
         return Err(ApiError::unimplemented("user.agentUserGroup: linking agent users is not supported yet"));
@@ -109,7 +120,12 @@ pub async fn get_by_name(State(state): State<AppState>, _caller: Principal, Path
 #[utoipa::path(patch, path = "/api/v1/users/{userId}", tag = "Users", params(("userId" = i32, Path)), request_body = PatchUser,
     responses((status = 200, body = UserResponse), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn patch(State(state): State<AppState>, caller: Principal, Path(id): Path<String>, JsonBody(req): JsonBody<PatchUser>) -> ApiResult<Json<UserResponse>> {
+pub async fn patch(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    JsonBody(req): JsonBody<PatchUser>,
+) -> ApiResult<Json<UserResponse>> {
     if req.agent_user_group.as_ref().is_some_and(|g| !g.is_null()) {
         return Err(ApiError::unimplemented("agentUserGroup: linking agent users is not supported yet"));
     }
@@ -130,7 +146,12 @@ pub async fn patch(State(state): State<AppState>, caller: Principal, Path(id): P
 #[utoipa::path(post, path = "/api/v1/users/{userId}/password", tag = "Users", params(("userId" = i32, Path)),
     request_body(content = String, description = "the new password, as a bare JSON string"),
     responses((status = 200, body = UserResponse), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody)), security(("bearer" = [])))]
-pub async fn set_password(State(state): State<AppState>, caller: Principal, Path(id): Path<String>, JsonBody(password): JsonBody<String>) -> ApiResult<Json<UserResponse>> {
+pub async fn set_password(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    JsonBody(password): JsonBody<String>,
+) -> ApiResult<Json<UserResponse>> {
     let changes = UserChanges { client_hash: Some(submitted_to_client_hash(&password, false)), ..Default::default() };
     let user = state.users.update(&caller, parse_user_id(&id)?, changes).await?;
     Ok(Json(UserResponse { user: to_wire(user) }))

@@ -47,9 +47,7 @@ impl AuthService {
         }
         let (token, token_hash) = token::new_token();
         let now = db_now();
-        self.store
-            .create_session(NewSession { user_id: user.id, token_hash, created_at: now, expires_at: now + self.lifespan })
-            .await?;
+        self.store.create_session(NewSession { user_id: user.id, token_hash, created_at: now, expires_at: now + self.lifespan }).await?;
         self.store.record_login(user.id, now).await?;
         let user = UserRecord { last_auth_at: Some(now), ..user };
         Ok((token, user))

@@ -171,7 +171,6 @@ pub struct UserListQuery {
     pub limit: i64,
 }
 
-
 fn require_admin(caller: &Principal, action: &str) -> ApiResult<()> {
     if caller.user.admin { Ok(()) } else { Err(ApiError::forbidden(format!("only admins can {action}"))) }
 }

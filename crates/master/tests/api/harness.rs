@@ -115,7 +115,11 @@ impl TestMaster {
     /// Creates a user as admin, returning its id.
     pub async fn create_user(&self, admin_token: &str, username: &str, password: &str) -> i64 {
         let r = self
-            .post("/api/v1/users", Some(admin_token), json!({"user": {"username": username, "admin": false, "active": true}, "password": password}))
+            .post(
+                "/api/v1/users",
+                Some(admin_token),
+                json!({"user": {"username": username, "admin": false, "active": true}, "password": password}),
+            )
             .await;
         assert_eq!(r.status, 200, "create {username}: {}", r.text);
         r.body["user"]["id"].as_i64().expect("id")

@@ -1,9 +1,9 @@
 //! HTTP-level tests of the master, each run against SQLite and (when configured) PostgreSQL.
 //! They speak the wire format the upstream clients use, so they double as contract tests.
 
-mod harness;
 mod auth;
 mod bad_input;
+mod harness;
 mod info;
 mod users;
 

@@ -7,7 +7,11 @@ pub async fn admin_creates_user_and_sets_password(m: &TestMaster) {
     // The upstream CLI's create: client-hashed password, isHashed true.
     let hash = resolute_master::auth::password::client_hash("TestPass1");
     let r = m
-        .post("/api/v1/users", Some(&admin), json!({"user": {"username": "testuser1", "admin": false, "active": true, "remote": false}, "password": hash, "isHashed": true}))
+        .post(
+            "/api/v1/users",
+            Some(&admin),
+            json!({"user": {"username": "testuser1", "admin": false, "active": true, "remote": false}, "password": hash, "isHashed": true}),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     let user = &r.body["user"];
@@ -43,7 +47,13 @@ pub async fn seed_000_curl_shapes(m: &TestMaster) {
     // Create without a Content-Type header (curl -d without -H sends form encoding).
     let body = r#"{ "user": { "username": "testuser1", "admin": false, "active": true }, "password": "Init1Pass" }"#;
     let r = m
-        .send(m.http.post(format!("{}/api/v1/users", m.base)).bearer_auth(&token).header("Content-Type", "application/x-www-form-urlencoded").body(body))
+        .send(
+            m.http
+                .post(format!("{}/api/v1/users", m.base))
+                .bearer_auth(&token)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(body),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     let list = m.get("/api/v1/users", Some(&token)).await;
@@ -100,7 +110,8 @@ pub async fn list_paginates_and_filters(m: &TestMaster) {
     let mut seen = Vec::new();
     let mut offset = 0;
     loop {
-        let page = m.get(&format!("/api/v1/users?offset={offset}&limit=3&sortBy=SORT_BY_USER_NAME&orderBy=ORDER_BY_DESC"), Some(&admin)).await;
+        let page =
+            m.get(&format!("/api/v1/users?offset={offset}&limit=3&sortBy=SORT_BY_USER_NAME&orderBy=ORDER_BY_DESC"), Some(&admin)).await;
         assert_eq!(page.status, 200, "{}", page.text);
         for u in page.body["users"].as_array().unwrap() {
             seen.push(u["username"].as_str().unwrap().to_owned());

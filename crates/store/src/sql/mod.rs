@@ -62,11 +62,7 @@ impl SqlStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .min_connections(1)
-            .connect_with(options)
-            .await?;
+        let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
         Ok(SqlStore { pool: Pool::Sqlite(pool) })
     }
@@ -75,29 +71,16 @@ impl SqlStore {
     pub async fn open_sqlite_in_memory() -> StoreResult<SqlStore> {
         let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
         // One connection: every in-memory connection would otherwise be its own database.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .connect_with(options)
-            .await?;
+        let pool = SqlitePoolOptions::new().max_connections(1).idle_timeout(None).max_lifetime(None).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
         Ok(SqlStore { pool: Pool::Sqlite(pool) })
     }
 
     /// Connects to PostgreSQL and applies pending migrations.
     pub async fn open_postgres(opts: &PostgresOptions) -> StoreResult<SqlStore> {
-        let ssl_mode = if opts.ssl_mode.is_empty() {
-            PgSslMode::Disable
-        } else {
-            PgSslMode::from_str(&opts.ssl_mode)?
-        };
-        let mut connect = PgConnectOptions::new()
-            .host(&opts.host)
-            .port(opts.port)
-            .username(&opts.user)
-            .database(&opts.database)
-            .ssl_mode(ssl_mode);
+        let ssl_mode = if opts.ssl_mode.is_empty() { PgSslMode::Disable } else { PgSslMode::from_str(&opts.ssl_mode)? };
+        let mut connect =
+            PgConnectOptions::new().host(&opts.host).port(opts.port).username(&opts.user).database(&opts.database).ssl_mode(ssl_mode);
         if !opts.password.is_empty() {
             connect = connect.password(&opts.password);
         }

@@ -23,9 +23,7 @@ impl Store for SqlStore {
 
     async fn create_user(&self, user: NewUser) -> StoreResult<UserRecord> {
         let username = user.username.clone();
-        self.insert_user(user, false)
-            .await?
-            .ok_or(crate::StoreError::Conflict { entity: "user", key: username })
+        self.insert_user(user, false).await?.ok_or(crate::StoreError::Conflict { entity: "user", key: username })
     }
 
     async fn create_user_if_absent(&self, user: NewUser) -> StoreResult<bool> {

@@ -53,9 +53,7 @@ impl SqlStore {
         let order = order_clause(filter.sort, filter.order);
         // LIMIT -1 would be SQLite-only; "all rows" is expressed as the largest i64 instead.
         let limit = filter.limit.unwrap_or(i64::MAX);
-        let list_sql = format!(
-            "SELECT {USER_COLUMNS} FROM users WHERE {USER_FILTER} ORDER BY {order} LIMIT $4 OFFSET $5"
-        );
+        let list_sql = format!("SELECT {USER_COLUMNS} FROM users WHERE {USER_FILTER} ORDER BY {order} LIMIT $4 OFFSET $5");
         let count_sql = format!("SELECT COUNT(*) FROM users WHERE {USER_FILTER}");
         on_pool!(self, pool => {
             let users = sqlx::query_as::<_, UserRecord>(AssertSqlSafe(list_sql.as_str()))

@@ -47,10 +47,7 @@ pub async fn postgres() -> Option<Arc<dyn Store>> {
     let admin = PgConnectOptions::from_str(&url).expect("RESOLUTE_TEST_POSTGRES_URL parses");
     let database = format!("resolute_test_{}", uuid::Uuid::new_v4().simple());
     let mut conn = admin.connect().await.expect("connect to the test PostgreSQL server");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}")))
-        .execute(&mut conn)
-        .await
-        .expect("create test database");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}"))).execute(&mut conn).await.expect("create test database");
     let opts = PostgresOptions {
         host: admin.get_host().to_owned(),
         port: admin.get_port(),

@@ -7,12 +7,7 @@ pub async fn create_lookup_delete(store: &dyn Store) {
     let user = store.create_user(new_user("sam")).await.unwrap();
     let now = db_now();
     let session = store
-        .create_session(NewSession {
-            user_id: user.id,
-            token_hash: "abc123".into(),
-            created_at: now,
-            expires_at: now + TimeDelta::days(7),
-        })
+        .create_session(NewSession { user_id: user.id, token_hash: "abc123".into(), created_at: now, expires_at: now + TimeDelta::days(7) })
         .await
         .unwrap();
     assert_eq!(session.user_id, user.id);

@@ -1,7 +1,5 @@
 use chrono::TimeDelta;
-use resolute_store::{
-    NewUser, OrderDirection, Store, StoreError, UserFilter, UserPatch, UserSort, db_now,
-};
+use resolute_store::{NewUser, OrderDirection, Store, StoreError, UserFilter, UserPatch, UserSort, db_now};
 
 pub fn new_user(name: &str) -> NewUser {
     NewUser {
@@ -54,12 +52,7 @@ pub async fn create_if_absent_is_idempotent(store: &dyn Store) {
 pub async fn update_changes_only_given_fields(store: &dyn Store) {
     let created = store.create_user(new_user("carol")).await.unwrap();
     let later = created.modified_at + TimeDelta::seconds(5);
-    let patch = UserPatch {
-        display_name: Some("Carol".into()),
-        active: Some(false),
-        now: Some(later),
-        ..Default::default()
-    };
+    let patch = UserPatch { display_name: Some("Carol".into()), active: Some(false), now: Some(later), ..Default::default() };
     let updated = store.update_user(created.id, &patch).await.unwrap();
     assert_eq!(updated.display_name, "Carol");
     assert!(!updated.active);
@@ -103,12 +96,9 @@ pub async fn unknown_user_is_not_found(store: &dyn Store) {
 }
 
 pub async fn list_filters_sorts_and_pages(store: &dyn Store) {
-    for (name, admin, active, display) in [
-        ("u3", false, true, "Zed"),
-        ("u1", true, true, ""),
-        ("u2", false, false, "Amy"),
-        ("u4", false, true, ""),
-    ] {
+    for (name, admin, active, display) in
+        [("u3", false, true, "Zed"), ("u1", true, true, ""), ("u2", false, false, "Amy"), ("u4", false, true, "")]
+    {
         let mut u = new_user(name);
         u.admin = admin;
         u.active = active;
