@@ -15,7 +15,9 @@ mod model;
 mod sql;
 
 pub use error::{StoreError, StoreResult};
-pub use model::{NewSession, NewUser, OrderDirection, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord, UserSort};
+pub use model::{
+    AuthenticatedSession, NewSession, NewUser, OrderDirection, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord, UserSort,
+};
 pub use sql::{PostgresOptions, SqlStore};
 
 use async_trait::async_trait;
@@ -46,8 +48,9 @@ pub trait Store: Send + Sync + 'static {
     // ---- sessions ----
 
     async fn create_session(&self, session: NewSession) -> StoreResult<SessionRecord>;
-    /// The session with this token hash, if any (expired ones included: the caller decides).
-    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionRecord>>;
+    /// The session with this token hash and its user, if any (expired ones included: the caller
+    /// decides).
+    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<AuthenticatedSession>>;
     async fn delete_session(&self, id: i64) -> StoreResult<()>;
     /// Removes sessions that expired before `now`; returns how many.
     async fn delete_expired_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64>;

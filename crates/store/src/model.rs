@@ -92,6 +92,15 @@ pub struct SessionRecord {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A session joined with its user: what authenticating a request needs, in one query.
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+pub struct AuthenticatedSession {
+    pub session_id: i64,
+    pub expires_at: DateTime<Utc>,
+    #[sqlx(flatten)]
+    pub user: UserRecord,
+}
+
 #[derive(Clone, Debug)]
 pub struct NewSession {
     pub user_id: i32,

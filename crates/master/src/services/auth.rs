@@ -61,18 +61,13 @@ impl AuthService {
             .await?
             .ok_or_else(|| ApiError::unauthenticated("invalid or expired session token; log in again"))?;
         if session.expires_at <= db_now() {
-            self.store.delete_session(session.id).await?;
+            self.store.delete_session(session.session_id).await?;
             return Err(ApiError::unauthenticated("session expired; log in again"));
         }
-        let user = match self.store.user_by_id(session.user_id).await {
-            Ok(user) => user,
-            Err(StoreError::NotFound { .. }) => return Err(ApiError::unauthenticated("the session's user no longer exists")),
-            Err(e) => return Err(e.into()),
-        };
-        if !user.active {
+        if !session.user.active {
             return Err(ApiError::unauthenticated("user is not active"));
         }
-        Ok(Principal { user, session_id: session.id })
+        Ok(Principal { user: session.user, session_id: session.session_id })
     }
 
     pub async fn logout(&self, principal: &Principal) -> ApiResult<()> {

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use super::{Pool, SqlStore};
 use crate::Store;
 use crate::error::StoreResult;
-use crate::model::{NewSession, NewUser, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord};
+use crate::model::{AuthenticatedSession, NewSession, NewUser, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord};
 
 #[async_trait]
 impl Store for SqlStore {
@@ -54,7 +54,7 @@ impl Store for SqlStore {
         self.create_session_impl(session).await
     }
 
-    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionRecord>> {
+    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<AuthenticatedSession>> {
         self.session_by_token_hash_impl(token_hash).await
     }
 

@@ -13,8 +13,10 @@ pub async fn create_lookup_delete(store: &dyn Store) {
     assert_eq!(session.user_id, user.id);
     assert_eq!(session.expires_at, now + TimeDelta::days(7));
 
-    let found = store.session_by_token_hash("abc123").await.unwrap();
-    assert_eq!(found, Some(session.clone()));
+    let found = store.session_by_token_hash("abc123").await.unwrap().expect("session found");
+    assert_eq!(found.session_id, session.id);
+    assert_eq!(found.expires_at, session.expires_at);
+    assert_eq!(found.user, user, "the session comes with its user");
     assert_eq!(store.session_by_token_hash("other").await.unwrap(), None);
 
     store.delete_session(session.id).await.unwrap();
