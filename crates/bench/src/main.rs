@@ -1,0 +1,198 @@
+//! `resolute-bench`: start-up time, idle memory and HTTP latency/throughput of the master.
+//!
+//! Starts `det master run` on a free loopback port (SQLite in a temporary data directory, or a
+//! fresh PostgreSQL database), then measures, in order:
+//! 1. time from spawn to the first successful `GET /info`;
+//! 2. idle RSS (`VmRSS`) shortly after start;
+//! 3. `GET /api/v1/me` and `GET /api/v1/users` under closed-loop load from concurrent clients,
+//!    logged in as `admin`: p50/p95/p99 latency and requests per second.
+//!
+//! The result is printed as a markdown table, with the targets of the performance issue.
+
+mod load;
+mod master;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, ValueEnum};
+
+use crate::load::EndpointStats;
+use crate::master::{Db, Master};
+
+const ENDPOINTS: [&str; 2] = ["/api/v1/me", "/api/v1/users"];
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Benchmark the Resolute master: start-up, idle RSS, request latency and throughput"
+)]
+struct Args {
+    /// The `det` binary whose `det master run` is measured.
+    #[arg(default_value = "target/release/det")]
+    det: PathBuf,
+    /// Database backend of the master.
+    #[arg(long, value_enum, default_value = "sqlite")]
+    db: Backend,
+    /// PostgreSQL server URL (superuser) on which a fresh database is created for `--db postgres`.
+    #[arg(long, env = "RESOLUTE_TEST_POSTGRES_URL")]
+    pg_url: Option<String>,
+    /// Measured seconds of load per endpoint.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=300))]
+    seconds: u64,
+    /// Unmeasured warm-up seconds before each endpoint's measurement.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=60))]
+    warmup: u64,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    clients: u64,
+}
+
+struct Report {
+    backend: &'static str,
+    start_ms: f64,
+    idle_rss_kib: u64,
+    loaded_rss_kib: u64,
+    shutdown_ms: f64,
+    endpoints: Vec<EndpointStats>,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    if !args.det.exists() {
+        bail!(
+            "{} not found; build it with `cargo build --release -p resolute-cli -p resolute-bench`",
+            args.det.display()
+        );
+    }
+    let db = match args.db {
+        Backend::Sqlite => Db::Sqlite,
+        Backend::Postgres => {
+            let url = args
+                .pg_url
+                .as_deref()
+                .context("--db postgres needs --pg-url (or RESOLUTE_TEST_POSTGRES_URL)")?;
+            Db::postgres(url).await?
+        }
+    };
+    let result = run(&args, &db).await;
+    if let Err(e) = db.drop_database().await {
+        eprintln!("warning: could not drop the benchmark database: {e:#}");
+    }
+    print_report(&args, &result?);
+    Ok(())
+}
+
+async fn run(args: &Args, db: &Db) -> Result<Report> {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.clients as usize)
+        .tcp_nodelay(true)
+        .timeout(Duration::from_secs(10))
+        .build()?;
+
+    let master = Master::start(&args.det, db, &http).await?;
+    let start_ms = master.start_to_first_answer.as_secs_f64() * 1000.0;
+    eprintln!(
+        "master pid {} answered GET /info after {start_ms:.1} ms (log: {})",
+        master.pid(),
+        master.log.display()
+    );
+
+    // Let start-up work (migrations, background tasks) settle before sampling idle memory.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_rss_kib = master.rss_kib()?;
+
+    let token = login(&http, &master.base)
+        .await
+        .with_context(|| format!("log:\n{}", master::tail(&master.log)))?;
+    let mut endpoints = Vec::new();
+    for path in ENDPOINTS {
+        eprintln!(
+            "hammering GET {path}: {} clients, {} s warm-up + {} s",
+            args.clients, args.warmup, args.seconds
+        );
+        let stats = load::hammer(
+            &http,
+            &master.base,
+            path,
+            &token,
+            args.clients as usize,
+            Duration::from_secs(args.warmup),
+            Duration::from_secs(args.seconds),
+        )
+        .await?;
+        endpoints.push(stats);
+    }
+    let loaded_rss_kib = master.rss_kib()?;
+    let shutdown_ms = master.stop().await?.as_secs_f64() * 1000.0;
+    Ok(Report {
+        backend: db.label(),
+        start_ms,
+        idle_rss_kib,
+        loaded_rss_kib,
+        shutdown_ms,
+        endpoints,
+    })
+}
+
+/// Logs in as `admin` (blank password, as the upstream client sends it) and returns the token.
+async fn login(http: &reqwest::Client, base: &str) -> Result<String> {
+    let resp = http
+        .post(format!("{base}/api/v1/auth/login"))
+        .json(&serde_json::json!({"username": "admin", "password": "", "isHashed": true}))
+        .send()
+        .await?;
+    let status = resp.status();
+    let body: serde_json::Value = resp.json().await.context("login response is not JSON")?;
+    match body.get("token").and_then(|t| t.as_str()) {
+        Some(token) if status.is_success() => Ok(token.to_owned()),
+        _ => bail!("login as admin failed: {status} {body}"),
+    }
+}
+
+fn print_report(args: &Args, r: &Report) {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    println!("## Resolute master benchmark: {} backend\n", r.backend);
+    println!(
+        "{cores} CPU cores shared by master and load generator; {} clients on loopback; {} s per endpoint after {} s warm-up.\n",
+        args.clients, args.seconds, args.warmup
+    );
+    println!("| Measure | Value | Target |");
+    println!("|---|---:|---|");
+    println!(
+        "| Spawn to first `GET /info` | {:.1} ms | < 200 ms |",
+        r.start_ms
+    );
+    println!(
+        "| Idle RSS (1 s after start) | {:.1} MiB | < 30 MB |",
+        mib(r.idle_rss_kib)
+    );
+    println!("| RSS after load | {:.1} MiB | |", mib(r.loaded_rss_kib));
+    println!("| SIGTERM to exit | {:.1} ms | |", r.shutdown_ms);
+    println!();
+    println!("| Endpoint | Requests | Errors | Req/s | p50 ms | p95 ms | p99 ms | max ms |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for e in &r.endpoints {
+        println!(
+            "| `GET {}` | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            e.path,
+            e.ok,
+            e.errors,
+            e.requests_per_sec(),
+            e.percentile_ms(50.0),
+            e.percentile_ms(95.0),
+            e.percentile_ms(99.0),
+            e.max_ms()
+        );
+    }
+    println!("\nTargets: p95 < 5 ms and >= 5,000 req/s per endpoint.");
+}

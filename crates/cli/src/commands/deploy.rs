@@ -1,0 +1,282 @@
+//! `det deploy local cluster-up|cluster-down`: a master on this machine, run as a detached
+//! `det master run` process instead of upstream's Docker containers.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+
+use crate::error::CliError;
+use crate::local_process::{self, Paths};
+use crate::setting_flags::flag_for;
+
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Args)]
+#[allow(dead_code)] // the hidden flags exist only to be accepted
+pub struct DeployArgs {
+    /// Accepted for compatibility; there are no preflight checks without Docker.
+    #[arg(long, hide = true)]
+    no_preflight_checks: bool,
+    /// Accepted for compatibility; ignored.
+    #[arg(long, hide = true)]
+    no_wait_for_master: bool,
+    /// Accepted for compatibility; no images are used.
+    #[arg(long, hide = true, value_name = "PREFIX")]
+    image_repo_prefix: Option<String>,
+    #[command(subcommand)]
+    pub command: DeployCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeployCommand {
+    /// local help
+    Local {
+        #[command(subcommand)]
+        command: LocalCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LocalCommand {
+    /// Create a Determined cluster
+    ClusterUp(ClusterUpArgs),
+    /// Stop a Determined cluster
+    ClusterDown(ClusterDownArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterUpArgs {
+    /// path to master configuration
+    #[arg(long, value_name = "MASTER_CONFIG_PATH")]
+    master_config_path: Option<PathBuf>,
+    /// Storage location for cluster data (e.g. checkpoints)
+    #[arg(long, value_name = "STORAGE_HOST_PATH")]
+    storage_host_path: Option<PathBuf>,
+    /// Initial password for admin/determined users
+    #[arg(long, value_name = "INITIAL_USER_PASSWORD")]
+    initial_user_password: Option<String>,
+    /// port to expose master on
+    #[arg(long, default_value_t = 8080)]
+    master_port: u16,
+    /// name for the cluster (sets the master's cluster_name)
+    #[arg(long)]
+    cluster_name: Option<String>,
+    /// remove current master database
+    #[arg(long)]
+    delete_db: bool,
+    /// enable GPU support for agent (no effect until agents are supported)
+    #[arg(long, overrides_with = "no_gpu")]
+    gpu: bool,
+    /// disable GPU support for agent (no effect until agents are supported)
+    #[arg(long, overrides_with = "gpu")]
+    no_gpu: bool,
+    #[command(flatten)]
+    _docker: DockerOnlyArgs,
+}
+
+/// Upstream's Docker-only knobs, accepted (and ignored) so existing scripts keep working.
+#[derive(Debug, Args)]
+#[allow(dead_code)]
+struct DockerOnlyArgs {
+    #[arg(long, hide = true)]
+    agents: Option<u32>,
+    #[arg(long, hide = true)]
+    det_version: Option<String>,
+    #[arg(long, hide = true)]
+    db_password: Option<String>,
+    #[arg(long, hide = true)]
+    no_autorestart: bool,
+    #[arg(long, hide = true)]
+    auto_work_dir: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    enterprise_edition: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterDownArgs {
+    /// name for the cluster resources (accepted for compatibility)
+    #[arg(long, hide = true)]
+    #[allow(dead_code)]
+    cluster_name: Option<String>,
+    /// remove current master database
+    #[arg(long)]
+    delete_db: bool,
+}
+
+pub fn run(args: DeployArgs) -> Result<(), CliError> {
+    let DeployCommand::Local { command } = args.command;
+    let paths = Paths::resolve()?;
+    match command {
+        LocalCommand::ClusterUp(up) => cluster_up(&paths, &up),
+        LocalCommand::ClusterDown(down) => cluster_down(&paths, &down),
+    }
+}
+
+fn cluster_up(paths: &Paths, args: &ClusterUpArgs) -> Result<(), CliError> {
+    fs::create_dir_all(&paths.data_dir).map_err(|e| io_msg(&paths.data_dir, e))?;
+    let url = format!("http://localhost:{}", args.master_port);
+
+    if let Some(pid) = local_process::running_pid(paths) {
+        if local_process::answers(args.master_port) {
+            println!("The master is already running at {url} (pid {pid}).");
+            return Ok(());
+        }
+        return Err(CliError::msg(format!(
+            "a master started by 'det deploy local' is already running (pid {pid}) but does not \
+             answer on port {}; see {} or stop it with 'det deploy local cluster-down'",
+            args.master_port,
+            paths.log_file.display()
+        )));
+    }
+    if local_process::answers(args.master_port) {
+        println!("A master not started by 'det deploy local' already answers at {url}.");
+        return Ok(());
+    }
+
+    if args.gpu || args.no_gpu {
+        eprintln!("Note: --gpu/--no-gpu have no effect yet: GPUs are used by agents, which are not supported yet.");
+    }
+    if args.delete_db {
+        delete_db(paths)?;
+    }
+    let master_args = master_args(paths, args)?;
+    let pid = spawn_master(paths, &master_args)?;
+    wait_until_up(paths, pid, args.master_port)?;
+
+    println!("The master is up at {url} (pid {pid}).");
+    println!("  data directory: {}", paths.data_dir.display());
+    println!("  log file:       {}", paths.log_file.display());
+    let passwords = match args.initial_user_password {
+        Some(_) => "the password given by --initial-user-password",
+        None => "blank passwords",
+    };
+    println!("Default users: 'admin' (admin) and 'determined', with {passwords}.");
+    if args.master_port != 8080 {
+        println!("Point the CLI at it with: export DET_MASTER={url}");
+    }
+    Ok(())
+}
+
+fn cluster_down(paths: &Paths, args: &ClusterDownArgs) -> Result<(), CliError> {
+    match local_process::running_pid(paths) {
+        None => println!("No master started by 'det deploy local' is running."),
+        Some(pid) => {
+            local_process::stop(pid)?;
+            println!("Stopped the master (pid {pid}).");
+        }
+    }
+    local_process::remove_pid_file(paths)?;
+    if args.delete_db {
+        delete_db(paths)?;
+    }
+    Ok(())
+}
+
+/// `det master run` arguments for this deployment, named through the master's settings table.
+fn master_args(paths: &Paths, args: &ClusterUpArgs) -> Result<Vec<String>, CliError> {
+    let mut out = vec!["master".to_owned(), "run".to_owned()];
+    if let Some(config) = &args.master_config_path {
+        if !config.is_file() {
+            return Err(CliError::msg(format!("no such master config file: {}", config.display())));
+        }
+        out.extend(["--config-file".to_owned(), absolute(config)?.display().to_string()]);
+    }
+    let mut set = |path: &str, value: String| -> Result<(), CliError> {
+        let flag = flag_for(path).ok_or_else(|| CliError::msg(format!("this master has no '{path}' setting to deploy with")))?;
+        out.extend([flag, value]);
+        Ok(())
+    };
+    set("port", args.master_port.to_string())?;
+    set("data_dir", paths.data_dir.display().to_string())?;
+    if let Some(password) = &args.initial_user_password {
+        set("security.initial_user_password", password.clone())?;
+    }
+    if let Some(name) = &args.cluster_name {
+        set("cluster_name", name.clone())?;
+    }
+    if let Some(dir) = &args.storage_host_path {
+        fs::create_dir_all(dir).map_err(|e| io_msg(dir, e))?;
+        set("checkpoint_storage.type", "shared_fs".to_owned())?;
+        set("checkpoint_storage.host_path", absolute(dir)?.display().to_string())?;
+    }
+    Ok(out)
+}
+
+/// Starts `det master run` in its own process group, so it outlives this command and is not
+/// hit by the terminal's Ctrl-C. It inherits the environment, so `DET_*` settings apply.
+fn spawn_master(paths: &Paths, args: &[String]) -> Result<u32, CliError> {
+    use std::os::unix::process::CommandExt;
+
+    let exe = std::env::current_exe().map_err(|e| CliError::msg(format!("cannot find the det executable: {e}")))?;
+    let log = fs::OpenOptions::new().create(true).append(true).open(&paths.log_file).map_err(|e| io_msg(&paths.log_file, e))?;
+    let log_err = log.try_clone().map_err(|e| io_msg(&paths.log_file, e))?;
+    let child = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| CliError::msg(format!("cannot start the master: {e}")))?;
+    let pid = child.id();
+    local_process::write_pid_file(paths, pid)?;
+    Ok(pid)
+}
+
+fn wait_until_up(paths: &Paths, pid: u32, port: u16) -> Result<(), CliError> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if !local_process::is_alive(pid) {
+            local_process::remove_pid_file(paths)?;
+            return Err(CliError::msg(format!(
+                "the master exited during startup; last lines of {}:\n{}",
+                paths.log_file.display(),
+                local_process::log_tail(&paths.log_file, 20)
+            )));
+        }
+        if local_process::answers(port) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(CliError::msg(format!(
+                "the master (pid {pid}) did not answer on port {port} within {} s; it may still \
+                 be starting: see {} or stop it with 'det deploy local cluster-down'",
+                START_TIMEOUT.as_secs(),
+                paths.log_file.display()
+            )));
+        }
+        sleep(Duration::from_millis(200));
+    }
+}
+
+/// Removes the SQLite database and its WAL/SHM companions (`resolute.db*`).
+fn delete_db(paths: &Paths) -> Result<(), CliError> {
+    let entries = match fs::read_dir(&paths.data_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_msg(&paths.data_dir, e)),
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with("resolute.db") {
+            fs::remove_file(entry.path()).map_err(|e| io_msg(&entry.path(), e))?;
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        println!("Deleted the master database in {}.", paths.data_dir.display());
+    }
+    Ok(())
+}
+
+fn absolute(path: &Path) -> Result<PathBuf, CliError> {
+    std::path::absolute(path).map_err(|e| io_msg(path, e))
+}
+
+fn io_msg(path: &Path, e: std::io::Error) -> CliError {
+    CliError::msg(format!("{}: {e}", path.display()))
+}

@@ -1,0 +1,15 @@
+//! One module per top-level command group.
+
+pub mod deploy;
+pub mod master;
+pub mod user;
+
+/// Options that every client command sees (`-m`, `-u`, `--json`).
+#[derive(Clone, Debug)]
+pub struct Globals {
+    /// Canonical master URL.
+    pub master: String,
+    /// `-u/--user`: act as this user instead of the cached/default one.
+    pub user: Option<String>,
+    pub json: bool,
+}

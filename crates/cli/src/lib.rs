@@ -1,0 +1,15 @@
+//! The `det` command-line client: a drop-in for upstream `determined==0.38.1`'s `det` for the
+//! commands it implements, plus `det master run` and a process-based `det deploy local`.
+
+pub mod auth_store;
+pub mod client;
+pub mod commands;
+pub mod error;
+pub mod local_process;
+pub mod password;
+pub mod prompt;
+pub mod render;
+pub mod session;
+pub mod setting_flags;
+pub mod table;
+pub mod url;

@@ -1,0 +1,89 @@
+//! `det`: the clap command tree, dispatch, and turning errors into `Error: ...` + exit code 1.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{ArgAction, Parser, Subcommand};
+use resolute_cli::commands::Globals;
+use resolute_cli::commands::deploy::{self, DeployArgs};
+use resolute_cli::commands::master::{self, MasterCommand};
+use resolute_cli::commands::user::{self, UserCommand};
+use resolute_cli::url::canonicalize_master_url;
+
+/// `det --version`: the upstream release whose CLI this replaces comes first, for scripts that
+/// check it; then our own version.
+const VERSION: &str = concat!("0.38.1 (resolute ", env!("CARGO_PKG_VERSION"), ")");
+
+#[derive(Debug, Parser)]
+#[command(name = "det", about = "Determined command-line client", version = VERSION)]
+#[command(disable_version_flag = true, propagate_version = true)]
+struct Cli {
+    /// master address [env: DET_MASTER; default: localhost:8080]
+    #[arg(short, long, global = true, value_name = "address")]
+    master: Option<String>,
+    /// run as the given user
+    #[arg(short, long, global = true, value_name = "username")]
+    user: Option<String>,
+    /// print machine-readable JSON
+    #[arg(long, global = true)]
+    json: bool,
+    /// print CLI version and exit
+    #[arg(short = 'v', long, action = ArgAction::Version)]
+    version: Option<bool>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// manage master
+    Master {
+        #[command(subcommand)]
+        command: MasterCommand,
+    },
+    /// manage users
+    #[command(visible_alias = "u")]
+    User {
+        #[command(subcommand)]
+        command: Option<UserCommand>,
+    },
+    /// manage deployments
+    #[command(visible_alias = "d")]
+    Deploy(DeployArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("Error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    // Commands that never talk to a master as a client.
+    let command = match cli.command {
+        Command::Deploy(args) => return Ok(deploy::run(args)?),
+        Command::Master { command: MasterCommand::Run(args) } => return Ok(master::run(args)?),
+        other => other,
+    };
+    let globals = Globals { master: master_url(cli.master)?, user: cli.user, json: cli.json };
+    match command {
+        Command::Master { command: MasterCommand::Info } => master::info(&globals)?,
+        Command::User { command } => user::run(&globals, command)?,
+        Command::Master { command: MasterCommand::Run(_) } | Command::Deploy(_) => {}
+    }
+    Ok(())
+}
+
+/// `-m`, else `DET_MASTER` (or upstream's older `DET_MASTER_ADDR`), else `localhost:8080`.
+fn master_url(flag: Option<String>) -> anyhow::Result<String> {
+    let raw = flag
+        .or_else(|| std::env::var("DET_MASTER").ok())
+        .or_else(|| std::env::var("DET_MASTER_ADDR").ok())
+        .unwrap_or_else(|| "localhost:8080".to_owned());
+    canonicalize_master_url(&raw).context("bad master address (-m/--master or DET_MASTER)")
+}

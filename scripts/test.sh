@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The test command of Resolute. Runs, in order:
+#   1. cargo build --workspace --bins          (the master/CLI binary and the benchmark tool)
+#   2. cargo test --workspace                  (unit tests and store conformance on SQLite and on
+#                                               PostgreSQL: a scratch cluster from scripts/pg.sh)
+#   3. tests/compat with RESOLUTE_COMPAT_DB=sqlite, then =postgres
+#                                              (the upstream Determined 0.38.1 CLI/SDK against
+#                                               target/debug/det master run)
+# then prints each runner's summary and exits non-zero if any step failed.
+#
+# Needs: cargo, python3 (3.8+, with venv), PostgreSQL 15 server binaries, psql, curl, jq.
+# The Python environment .venv (tests/compat/requirements.txt, all pinned) is created on first
+# use and reused after; it is re-synced when the requirements file changes.
+# Work files (PostgreSQL cluster, logs) go to .ci-work/. Environment knobs: PYTHON (interpreter
+# for the venv), RESOLUTE_PG_PORT (scratch cluster port, default 55432), CARGO_TARGET_DIR.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+work=$repo/.ci-work
+logs=$work/logs
+mkdir -p "$logs"
+rm -f "$logs"/*.log
+
+banner() { printf '\n==== %s ====\n' "$*"; }
+
+declare -a summary=()
+failed=0
+record() { # record NAME STATUS DETAIL
+  local verdict=ok
+  if [ "$2" -ne 0 ]; then verdict="FAILED (exit $2)"; failed=1; fi
+  summary+=("$1: $verdict")
+  [ -z "${3:-}" ] || summary+=("$3")
+}
+
+# --- 1. build -------------------------------------------------------------------------------
+banner "cargo build --workspace --bins"
+cargo build --workspace --bins
+det_bin=${CARGO_TARGET_DIR:-$repo/target}/debug/det
+
+# --- scratch PostgreSQL -----------------------------------------------------------------------
+banner "PostgreSQL (scripts/pg.sh start .ci-work/pg)"
+scripts/pg.sh start "$work/pg"
+trap 'scripts/pg.sh stop "$work/pg" || true' EXIT
+pg_url=$(scripts/pg.sh url "$work/pg")
+export RESOLUTE_TEST_POSTGRES_URL=$pg_url
+export RESOLUTE_REQUIRE_POSTGRES=1
+echo "RESOLUTE_TEST_POSTGRES_URL=$pg_url"
+
+# --- 2. cargo test --------------------------------------------------------------------------
+banner "cargo test --workspace"
+set +e
+cargo test --workspace 2>&1 | tee "$logs/cargo-test.log"
+status=${PIPESTATUS[0]}
+set -e
+results=$(grep -E '^test result:' "$logs/cargo-test.log" || true)
+totals=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) g += $i } }
+  END { printf "%d passed, %d failed, %d ignored", p, f, g }' "$logs/cargo-test.log")
+if [ "$status" -eq 0 ] && [ -z "$results" ]; then
+  echo "cargo test ran no test binaries" >&2
+  status=1
+fi
+record "cargo test --workspace ($totals in $(printf '%s\n' "$results" | grep -c . || true) test suites)" "$status" "$results"
+
+# --- Python environment -------------------------------------------------------------------------
+banner "Python environment (.venv)"
+req=tests/compat/requirements.txt
+stamp=.venv/.resolute-requirements.sha256
+want=$(sha256sum "$req" | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ]; then
+  "${PYTHON:-python3}" -m venv .venv
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-input -r "$req"
+  echo "$want" >"$stamp"
+fi
+.venv/bin/det --version
+
+# --- 3. compatibility suite ---------------------------------------------------------------
+for db in sqlite postgres; do
+  banner "compat suite, $db (RESOLUTE_COMPAT_DB=$db .venv/bin/python -m pytest tests/compat)"
+  set +e
+  RESOLUTE_COMPAT_DB=$db RESOLUTE_DET_BIN=$det_bin .venv/bin/python -m pytest tests/compat 2>&1 |
+    tee "$logs/compat-$db.log"
+  status=${PIPESTATUS[0]}
+  set -e
+  # pytest exits 5 when it collected no tests: a failure here, never a silent pass.
+  [ "$status" -ne 5 ] || echo "pytest collected no tests" >&2
+  last=$(grep -E '^=+ .* in [0-9.]+s' "$logs/compat-$db.log" | tail -n 1 || true)
+  record "compat suite on $db: ${last:-no pytest summary line}" "$status"
+done
+
+# --- summary ------------------------------------------------------------------------------------
+banner "summary"
+printf '%s\n' "${summary[@]}"
+if [ "$failed" -ne 0 ]; then
+  echo "FAILED (logs in .ci-work/logs)"
+  exit 1
+fi
+echo "ALL PASSED"

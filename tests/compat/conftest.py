@@ -1,0 +1,258 @@
+"""Fixtures of the compatibility suite: a Resolute master driven by the upstream Determined client.
+
+The master under test is `target/debug/det master run` (override with RESOLUTE_DET_BIN). Its
+database is SQLite in a temporary data directory, or, with RESOLUTE_COMPAT_DB=postgres, a fresh
+database on the PostgreSQL server at RESOLUTE_COMPAT_PG_URL (default: RESOLUTE_TEST_POSTGRES_URL,
+as exported by scripts/test.sh).
+
+The client is the upstream CLI `det` (determined==0.38.1) installed next to the Python running
+pytest, and the upstream Python SDK imported in-process.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+UPSTREAM_DET = Path(sys.executable).parent / "det"
+
+# Client-side variables that would change which master/user the upstream client picks.
+CLIENT_ENV_VARS = ("DET_MASTER", "DET_USER", "DET_PASS", "DET_USER_TOKEN", "DET_DEBUG_CONFIG_PATH")
+DB_ENV_VARS = (
+    "DET_DB_HOST",
+    "DET_DB_PORT",
+    "DET_DB_USER",
+    "DET_DB_PASSWORD",
+    "DET_DB_NAME",
+    "DET_DB_SSL_MODE",
+)
+
+
+def master_binary() -> Path:
+    path = Path(os.environ.get("RESOLUTE_DET_BIN", REPO / "target" / "debug" / "det"))
+    if not path.exists():
+        pytest.exit(f"{path} not found: run `cargo build --workspace --bins` first", returncode=2)
+    return path
+
+
+def compat_db() -> str:
+    db = os.environ.get("RESOLUTE_COMPAT_DB", "sqlite")
+    if db not in ("sqlite", "postgres"):
+        pytest.exit(f"RESOLUTE_COMPAT_DB must be sqlite or postgres, not {db!r}", returncode=2)
+    return db
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def create_pg_database() -> Dict[str, str]:
+    """Creates a fresh database on the scratch server; returns the DET_DB_* variables for it."""
+    url = os.environ.get("RESOLUTE_COMPAT_PG_URL") or os.environ.get("RESOLUTE_TEST_POSTGRES_URL")
+    if not url:
+        pytest.exit(
+            "RESOLUTE_COMPAT_DB=postgres needs RESOLUTE_COMPAT_PG_URL or RESOLUTE_TEST_POSTGRES_URL "
+            "(start one with scripts/pg.sh start DIR; scripts/pg.sh url DIR)",
+            returncode=2,
+        )
+    name = "resolute_compat_" + uuid.uuid4().hex[:12]
+    subprocess.run(
+        ["psql", url, "-v", "ON_ERROR_STOP=1", "-qc", f"CREATE DATABASE {name}"],
+        check=True,
+        timeout=60,
+    )
+    u = urllib.parse.urlparse(url)
+    return {
+        "DET_DB_HOST": u.hostname or "127.0.0.1",
+        "DET_DB_PORT": str(u.port or 5432),
+        "DET_DB_USER": urllib.parse.unquote(u.username or "postgres"),
+        "DET_DB_PASSWORD": urllib.parse.unquote(u.password or ""),
+        "DET_DB_NAME": name,
+        "DET_DB_SSL_MODE": "disable",
+    }
+
+
+class Master:
+    """One `det master run` child process on a free loopback port."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.db = compat_db()
+        self.env = {k: v for k, v in os.environ.items() if k not in DB_ENV_VARS}
+        if self.db == "postgres":
+            self.env.update(create_pg_database())
+        self.log_path = workdir / "master.log"
+        self._spawn()
+
+    def _spawn(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [
+            str(master_binary()),
+            "master",
+            "run",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.workdir / "data"),
+        ]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
+        self._wait_for_info()
+
+    def restart(self) -> "Master":
+        """Stops the master (if running) and starts it again on the same data, on a new port."""
+        self.stop()
+        self._spawn()
+        return self
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def _wait_for_info(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"master exited with {self.proc.returncode} before answering GET /info;"
+                    f" log:\n{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(self.url + "/info", timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            time.sleep(0.05)
+        self.proc.kill()
+        raise RuntimeError(f"master did not answer GET /info in {timeout} s; log:\n{self.log_tail()}")
+
+    def stop(self, timeout: float = 15.0) -> Optional[int]:
+        """SIGTERM; SIGKILL after `timeout` seconds. Returns the exit status (None if killed)."""
+        if self.proc.poll() is not None:
+            return self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return None
+
+
+class DetCli:
+    """Runs the upstream `det -m <master>` CLI with an isolated token cache.
+
+    Passwords: the upstream CLI reads them with `getpass.getpass`, which opens /dev/tty. The child
+    is started in a new session (no controlling terminal), so opening /dev/tty fails and getpass
+    falls back to reading the line from stdin (printing a GetPassWarning). That is how `input=`
+    supplies passwords here, and why this works the same in a terminal and in CI.
+    """
+
+    def __init__(self, master_url: str, config_dir: Path) -> None:
+        self.master_url = master_url
+        self.env = {k: v for k, v in os.environ.items() if k not in CLIENT_ENV_VARS}
+        self.env["DET_DEBUG_CONFIG_PATH"] = str(config_dir)
+
+    def __call__(self, *args: str, input: str = "", timeout: float = 60) -> subprocess.CompletedProcess:
+        cmd: List[str] = [str(UPSTREAM_DET), "-m", self.master_url, *args]
+        proc = subprocess.run(
+            cmd,
+            input=input,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            start_new_session=True,
+        )
+        # Shown by pytest when a test fails.
+        print(f"$ det {' '.join(args)}  (exit {proc.returncode})\n{proc.stdout}{proc.stderr}")
+        return proc
+
+    def ok(self, *args: str, input: str = "") -> str:
+        """Runs a command that must succeed; returns its stdout."""
+        proc = self(*args, input=input)
+        assert proc.returncode == 0, (
+            f"`det {' '.join(args)}` exited {proc.returncode}\n"
+            f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        )
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc.stdout
+
+    def fails(self, *args: str, input: str = "") -> str:
+        """Runs a command that must fail cleanly (non-zero, no traceback); returns stdout+stderr."""
+        proc = self(*args, input=input)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, f"`det {' '.join(args)}` should have failed:\n{out}"
+        assert "Traceback" not in out, f"`det {' '.join(args)}` crashed instead of failing:\n{out}"
+        return out
+
+    def login(self, user: str, password: str = "") -> None:
+        self.ok("user", "login", user, input=password + "\n")
+
+
+@pytest.fixture(scope="session")
+def master(tmp_path_factory: pytest.TempPathFactory):
+    """The master shared by the whole session."""
+    m = Master(tmp_path_factory.mktemp("master"))
+    yield m
+    m.stop()
+
+
+@pytest.fixture
+def fresh_master(tmp_path: Path):
+    """A master of its own, for tests that need an empty user table (fixed user names)."""
+    m = Master(tmp_path / "fresh-master")
+    yield m
+    m.stop()
+
+
+@pytest.fixture(autouse=True)
+def isolated_client_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own upstream token cache (also for the in-process SDK)."""
+    config = tmp_path / "det-config"
+    config.mkdir()
+    for var in CLIENT_ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DET_DEBUG_CONFIG_PATH", str(config))
+    return config
+
+
+@pytest.fixture
+def det(master: Master, isolated_client_config: Path) -> DetCli:
+    return DetCli(master.url, isolated_client_config)
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short unique suffix for user names in the shared master."""
+    return uuid.uuid4().hex[:8]
+
+
+def pytest_report_header(config: pytest.Config) -> List[str]:
+    return [
+        f"resolute master: {os.environ.get('RESOLUTE_DET_BIN', REPO / 'target/debug/det')}"
+        f" (db: {os.environ.get('RESOLUTE_COMPAT_DB', 'sqlite')})",
+        f"upstream client: {UPSTREAM_DET}",
+        f"jq: {shutil.which('jq')}, curl: {shutil.which('curl')}, psql: {shutil.which('psql')}",
+    ]
+
