@@ -1,6 +1,8 @@
 //! Machine- and human-readable dumps of API responses, shaped like upstream's `render.print_json`
 //! (2-space indent, sorted keys) and `util.yaml_safe_dump` (block style, sorted keys).
 
+use std::io::Write;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -28,6 +30,21 @@ pub fn json<T: Serialize>(value: &T) -> String {
 pub fn yaml<T: Serialize>(value: &T) -> String {
     let value = serde_json::to_value(value).map(sorted).unwrap_or(Value::Null);
     serde_norway::to_string(&value).unwrap_or_default()
+}
+
+/// Writes one line to stdout. Unlike `println!`, a closed pipe (`det user list | head -1`) is not
+/// a panic: the reader has gone, so the output is simply dropped.
+pub fn emit(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
+/// `println!` that survives a closed stdout; see [`emit`].
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::render::emit(&format!($($arg)*))
+    };
 }
 
 #[cfg(test)]

@@ -72,12 +72,10 @@ pub fn login_with_cache(master: &str, requested_user: Option<&str>) -> Result<Se
         let client = Client::new(master)?.with_token(token);
         match client.get::<UserResponse>("api/v1/me") {
             Ok(_) => return Ok(Session { client, username: id.user }),
-            // Like upstream, any API-level refusal means the token is no good; a master that
-            // cannot be reached is reported as such.
-            Err(e @ (ClientError::Unreachable { .. } | ClientError::TlsUnsupported { .. })) => {
-                return Err(e.into());
-            }
-            Err(_) => store.drop_user(&id.user)?,
+            // Expired, revoked, or its user gone: forget it and log in afresh. Anything else (a
+            // master that is down or failing) is reported rather than costing the user a token.
+            Err(ClientError::Unauthenticated(_) | ClientError::Forbidden(_) | ClientError::NotFound(_)) => store.drop_user(&id.user)?,
+            Err(e) => return Err(e.into()),
         }
     }
 
@@ -110,11 +108,12 @@ pub fn logout(master: &str, requested_user: Option<&str>) -> Result<Option<Strin
     };
     store.drop_user(&user)?;
     let client = Client::new(master)?.with_token(token);
-    match client.send::<(), Value>(Method::POST, "api/v1/auth/logout", None) {
-        // An expired or already-revoked token is just as logged out.
-        Ok(_) | Err(ClientError::Unauthenticated(_)) | Err(ClientError::Api { .. }) => {}
-        Err(ClientError::Forbidden(_) | ClientError::NotFound(_)) => {}
-        Err(e) => return Err(e.into()),
+    // A master that cannot be reached is worth reporting; any refusal (say, an expired token)
+    // leaves us just as logged out, as upstream treats it.
+    if let Err(e @ (ClientError::Unreachable { .. } | ClientError::TlsUnsupported { .. })) =
+        client.send::<(), Value>(Method::POST, "api/v1/auth/logout", None)
+    {
+        return Err(e.into());
     }
     Ok(Some(user))
 }

@@ -110,12 +110,14 @@ impl Det {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// Runs and asserts failure (exit 1, one `Error:` line), returning stderr.
+    /// Runs and asserts failure (exit 1, ending in one `Error:` line), returning stderr.
     fn fails(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> String {
         let out = self.run(args, stdin, env);
         assert_eq!(out.status.code(), Some(1), "det {args:?} should fail:\n{}", describe(&out));
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(stderr.starts_with("Error: "), "det {args:?}: {stderr}");
+        let error_lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("Error: ")).collect();
+        assert_eq!(error_lines.len(), 1, "det {args:?}: {stderr}");
+        assert!(stderr.trim_end().lines().last() == error_lines.first().copied(), "det {args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "det {args:?} panicked: {stderr}");
         stderr
     }

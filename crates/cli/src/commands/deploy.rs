@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 
 use crate::error::CliError;
 use crate::local_process::{self, Paths};
+use crate::say;
 use crate::setting_flags::flag_for;
 
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -33,7 +34,7 @@ pub struct DeployArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum DeployCommand {
-    /// local help
+    /// deploy a cluster on this machine
     Local {
         #[command(subcommand)]
         command: LocalCommand,
@@ -122,7 +123,7 @@ fn cluster_up(paths: &Paths, args: &ClusterUpArgs) -> Result<(), CliError> {
 
     if let Some(pid) = local_process::running_pid(paths) {
         if local_process::answers(args.master_port) {
-            println!("The master is already running at {url} (pid {pid}).");
+            say!("The master is already running at {url} (pid {pid}).");
             return Ok(());
         }
         return Err(CliError::msg(format!(
@@ -133,7 +134,7 @@ fn cluster_up(paths: &Paths, args: &ClusterUpArgs) -> Result<(), CliError> {
         )));
     }
     if local_process::answers(args.master_port) {
-        println!("A master not started by 'det deploy local' already answers at {url}.");
+        say!("A master not started by 'det deploy local' already answers at {url}.");
         return Ok(());
     }
 
@@ -147,26 +148,26 @@ fn cluster_up(paths: &Paths, args: &ClusterUpArgs) -> Result<(), CliError> {
     let pid = spawn_master(paths, &master_args)?;
     wait_until_up(paths, pid, args.master_port)?;
 
-    println!("The master is up at {url} (pid {pid}).");
-    println!("  data directory: {}", paths.data_dir.display());
-    println!("  log file:       {}", paths.log_file.display());
+    say!("The master is up at {url} (pid {pid}).");
+    say!("  data directory: {}", paths.data_dir.display());
+    say!("  log file:       {}", paths.log_file.display());
     let passwords = match args.initial_user_password {
         Some(_) => "the password given by --initial-user-password",
         None => "blank passwords",
     };
-    println!("Default users: 'admin' (admin) and 'determined', with {passwords}.");
+    say!("Default users: 'admin' (admin) and 'determined', with {passwords}.");
     if args.master_port != 8080 {
-        println!("Point the CLI at it with: export DET_MASTER={url}");
+        say!("Point the CLI at it with: export DET_MASTER={url}");
     }
     Ok(())
 }
 
 fn cluster_down(paths: &Paths, args: &ClusterDownArgs) -> Result<(), CliError> {
     match local_process::running_pid(paths) {
-        None => println!("No master started by 'det deploy local' is running."),
+        None => say!("No master started by 'det deploy local' is running."),
         Some(pid) => {
             local_process::stop(pid)?;
-            println!("Stopped the master (pid {pid}).");
+            say!("Stopped the master (pid {pid}).");
         }
     }
     local_process::remove_pid_file(paths)?;
@@ -268,7 +269,7 @@ fn delete_db(paths: &Paths) -> Result<(), CliError> {
         }
     }
     if removed > 0 {
-        println!("Deleted the master database in {}.", paths.data_dir.display());
+        say!("Deleted the master database in {}.", paths.data_dir.display());
     }
     Ok(())
 }

@@ -1,13 +1,16 @@
 //! `det master info` (client) and `det master run` (the master itself, in the foreground).
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use resolute_api::master::GetMasterResponse;
 use resolute_master::config::MasterConfig;
+use serde_json::Value;
 
 use super::Globals;
 use crate::error::CliError;
+use crate::say;
 use crate::setting_flags::SettingOverrides;
 use crate::{render, session};
 
@@ -28,15 +31,27 @@ pub struct RunArgs {
     pub settings: SettingOverrides,
 }
 
+/// Optional fields of upstream's `v1GetMasterResponse` that its `to_json()` prints as `null` when
+/// unset; our wire type leaves them out, so add them back for byte-identical output.
+const UPSTREAM_OPTIONAL_FIELDS: [&str; 4] = ["branding", "clusterMessage", "externalLoginUri", "externalLogoutUri"];
+
 /// Client commands only; `run` is dispatched separately because it needs no master URL.
 pub fn info(g: &Globals) -> Result<(), CliError> {
     let s = session::login_with_cache(&g.master, g.user.as_deref())?;
-    let resp: GetMasterResponse = s.client.get("api/v1/master")?;
+    let raw: Value = s.client.get("api/v1/master")?;
+    let typed: GetMasterResponse = serde_json::from_value(raw.clone())
+        .map_err(|e| CliError::msg(format!("unexpected response from the master for GET /api/v1/master: {e}")))?;
+    let mut out = serde_json::to_value(&typed).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut out {
+        for key in UPSTREAM_OPTIONAL_FIELDS {
+            map.insert(key.to_owned(), raw.get(key).cloned().unwrap_or(Value::Null));
+        }
+    }
     if g.json {
-        println!("{}", render::json(&resp));
+        say!("{}", render::json(&out));
     } else {
         // Upstream `print()`s a YAML document that already ends in a newline.
-        println!("{}", render::yaml(&resp));
+        say!("{}", render::yaml(&out));
     }
     Ok(())
 }
@@ -58,5 +73,7 @@ fn init_tracing(level: &str) {
     use tracing_subscriber::EnvFilter;
     let level = if level.trim().is_empty() { "info" } else { level };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    // No colour codes in `det deploy local`'s master.log.
+    let ansi = std::io::stderr().is_terminal();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
 }

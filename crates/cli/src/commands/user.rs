@@ -10,6 +10,7 @@ use crate::auth_store::TokenStore;
 use crate::client::{Client, path_segment};
 use crate::error::CliError;
 use crate::password::salt_and_hash;
+use crate::say;
 use crate::table::{self, Cell};
 use crate::{prompt, render, session};
 
@@ -124,7 +125,7 @@ pub fn run(g: &Globals, cmd: Option<UserCommand>) -> Result<(), CliError> {
         Whoami => {
             let s = session::login_with_cache(&g.master, g.user.as_deref())?;
             let me: UserResponse = s.client.get("api/v1/me")?;
-            println!("You are logged in as user '{}'", me.user.username);
+            say!("You are logged in as user '{}'", me.user.username);
             Ok(())
         }
         Edit { target_user, display_name, username, remote, active, admin } => {
@@ -143,7 +144,7 @@ fn list(g: &Globals, all: bool) -> Result<(), CliError> {
     let master: GetMasterResponse = s.client.get("api/v1/master")?;
     let users = fetch_users(&s.client, !all)?;
     if g.json {
-        println!("{}", render::json(&users));
+        say!("{}", render::json(&users));
         return Ok(());
     }
     // With RBAC the admin flag means nothing, so upstream drops that column.
@@ -168,7 +169,7 @@ fn list(g: &Globals, all: bool) -> Result<(), CliError> {
             row
         })
         .collect();
-    println!("{}", table::render(&headers, &rows));
+    say!("{}", table::render(&headers, &rows));
     Ok(())
 }
 
@@ -235,7 +236,7 @@ fn edit(g: &Globals, target_user: &str, patch: PatchUser) -> Result<(), CliError
         return Err(CliError::msg("No field provided. Use 'det user edit -h' for usage."));
     }
     patch_by_name(g, target_user, &patch)?;
-    println!("Changes made to the following fields: {}", changes.join(", "));
+    say!("Changes made to the following fields: {}", changes.join(", "));
     Ok(())
 }
 
