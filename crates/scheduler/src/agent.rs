@@ -1,0 +1,126 @@
+//! Agents and their slots as the scheduler sees them: which slots exist, which are enabled, and
+//! which allocation (slot or aux container) holds what.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SchedulerError;
+use crate::ids::{AgentId, AllocationId, DeviceType, SlotId};
+
+/// One slot an agent reports when it connects.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotSpec {
+    pub id: SlotId,
+    pub device: DeviceType,
+}
+
+/// An agent as it joins a resource pool.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSpec {
+    pub id: AgentId,
+    pub resource_pool: String,
+    /// Upstream's agent label: a request is only placed on agents whose label equals its own.
+    pub label: String,
+    pub slots: Vec<SlotSpec>,
+}
+
+impl AgentSpec {
+    /// An agent with no slots and no label (add slots with [`AgentSpec::with_slots`]).
+    pub fn new(id: impl Into<AgentId>, resource_pool: impl Into<String>) -> Self {
+        AgentSpec { id: id.into(), resource_pool: resource_pool.into(), label: String::new(), slots: Vec::new() }
+    }
+
+    /// Appends `count` slots of `device`, numbered after the existing ones.
+    pub fn with_slots(mut self, device: DeviceType, count: u32) -> Self {
+        let first = self.slots.iter().map(|s| s.id + 1).max().unwrap_or(0);
+        self.slots.extend((first..first + count).map(|id| SlotSpec { id, device }));
+        self
+    }
+
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub(crate) struct Slot {
+    pub device: DeviceType,
+    pub enabled: bool,
+    /// Held until the allocation is released, even if the slot is disabled meanwhile.
+    pub allocation: Option<AllocationId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub(crate) struct Agent {
+    pub id: AgentId,
+    pub label: String,
+    pub enabled: bool,
+    pub slots: BTreeMap<SlotId, Slot>,
+    /// Zero-slot allocations running here, capped by `max_aux_containers_per_agent`.
+    pub aux: BTreeSet<AllocationId>,
+}
+
+impl Agent {
+    pub fn from_spec(spec: AgentSpec) -> Result<Self, SchedulerError> {
+        let mut slots = BTreeMap::new();
+        for slot in spec.slots {
+            let fresh = Slot { device: slot.device, enabled: true, allocation: None };
+            if slots.insert(slot.id, fresh).is_some() {
+                return Err(SchedulerError::DuplicateSlot { agent: spec.id, slot: slot.id });
+            }
+        }
+        Ok(Agent { id: spec.id, label: spec.label, enabled: true, slots, aux: BTreeSet::new() })
+    }
+
+    /// Enabled slots not held by any allocation, lowest id first.
+    pub fn free_slots(&self) -> impl Iterator<Item = SlotId> + '_ {
+        self.slots.iter().filter(|(_, s)| s.enabled && s.allocation.is_none()).map(|(id, _)| *id)
+    }
+
+    pub fn num_free(&self) -> u32 {
+        count(self.free_slots())
+    }
+
+    /// Enabled slots, held or not: what this agent offers when idle.
+    pub fn num_usable(&self) -> u32 {
+        count(self.slots.values().filter(|s| s.enabled))
+    }
+
+    pub fn num_used(&self) -> u32 {
+        count(self.slots.values().filter(|s| s.allocation.is_some()))
+    }
+
+    /// Every allocation holding a slot or an aux container here, sorted.
+    pub fn allocations(&self) -> BTreeSet<AllocationId> {
+        let on_slots = self.slots.values().filter_map(|s| s.allocation.clone());
+        on_slots.chain(self.aux.iter().cloned()).collect()
+    }
+
+    /// Marks `slots` (or one aux container when `slots` is empty) as held by `allocation`.
+    pub fn hold(&mut self, allocation: &AllocationId, slots: &[SlotId]) {
+        if slots.is_empty() {
+            self.aux.insert(allocation.clone());
+        }
+        for id in slots {
+            if let Some(slot) = self.slots.get_mut(id) {
+                slot.allocation = Some(allocation.clone());
+            }
+        }
+    }
+
+    /// Frees everything `allocation` holds here.
+    pub fn free(&mut self, allocation: &AllocationId) {
+        self.aux.remove(allocation);
+        for slot in self.slots.values_mut() {
+            if slot.allocation.as_ref() == Some(allocation) {
+                slot.allocation = None;
+            }
+        }
+    }
+}
+
+fn count<T>(items: impl Iterator<Item = T>) -> u32 {
+    u32::try_from(items.count()).unwrap_or(u32::MAX)
+}

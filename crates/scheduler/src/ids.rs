@@ -1,0 +1,85 @@
+//! Identifiers and small value types: agent, allocation, task and job ids, slot ids, device
+//! types and the injected logical clock.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! string_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl $name {
+            pub fn new(id: impl Into<String>) -> Self {
+                Self(id.into())
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(id: &str) -> Self {
+                Self(id.to_owned())
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(id: String) -> Self {
+                Self(id)
+            }
+        }
+    };
+}
+
+string_id!(
+    /// An agent's configured id (upstream default: the host name).
+    AgentId
+);
+string_id!(
+    /// One allocation of a task, upstream `"<task_id>.<n>"`; the unit that is scheduled.
+    AllocationId
+);
+string_id!(
+    /// The task an allocation belongs to (a trial, a command, a notebook, ...).
+    TaskId
+);
+string_id!(
+    /// The job (an experiment or a command) an allocation belongs to. The job is the scheduling
+    /// group: priority and weight are set per job, as upstream keys its groups by job id.
+    JobId
+);
+
+/// A slot is one device on an agent, named by its device index (`/agents/<id>/slots/<n>`).
+pub type SlotId = u32;
+
+/// A point on the master's logical clock. The scheduler never reads a clock: the master injects
+/// submission times and the time of each scheduling pass, so runs replay exactly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LogicalTime(pub u64);
+
+impl fmt::Display for LogicalTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "t{}", self.0)
+    }
+}
+
+/// The kind of device behind a slot, as agents report it (`cpu`, `cuda`, `rocm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceType {
+    Cpu,
+    Cuda,
+    Rocm,
+}

@@ -1,0 +1,182 @@
+//! The priority policy: requests are tried in priority order (1 first), FIFO by job and then by
+//! submission within a priority; zero-slot and slot requests are scheduled independently.
+//!
+//! Once a request of some priority cannot fit, lower priorities are only *backfilled*: started if
+//! preemption is on and they are preemptible (so they can be taken back). With preemption on, a
+//! request that cannot fit preempts running preemptible allocations, lowest priority and newest
+//! first, and only if that makes it fit; while preemptions are pending nothing lower starts, so
+//! the freed slots go to the request they were freed for.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::decisions::{Assignment, PassOutcome, WaitReason};
+use crate::fit::{self, Agents, Fitter};
+use crate::ids::AllocationId;
+use crate::request::Entry;
+use crate::state::PoolState;
+
+pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
+    let order = state.queue_order();
+    let mut outcome = PassOutcome::default();
+    for zero_slot in [false, true] {
+        let class: Vec<&Entry> = order.iter().copied().filter(|e| e.is_zero_slot() == zero_slot).collect();
+        let mut pass = ClassPass {
+            state,
+            fitter: state.fitter(),
+            preemption,
+            view: state.agents_view(),
+            releasing: BTreeSet::new(),
+            backfilling: false,
+            outcome: &mut outcome,
+        };
+        pass.run(&class);
+    }
+    outcome
+}
+
+/// One pass over one class (zero-slot or slot requests) against a scratch copy of the agents.
+struct ClassPass<'a, 'o> {
+    state: &'a PoolState,
+    fitter: Fitter,
+    preemption: bool,
+    /// Real holdings plus what this pass has placed or reserved.
+    view: Agents,
+    /// Allocations this pass counts on being preempted.
+    releasing: BTreeSet<AllocationId>,
+    /// Set once a request that could fit the pool did not fit now.
+    backfilling: bool,
+    outcome: &'o mut PassOutcome,
+}
+
+type ByPriority<'a> = BTreeMap<u32, Vec<&'a Entry>>;
+
+impl<'a> ClassPass<'a, '_> {
+    fn run(&mut self, class: &[&'a Entry]) {
+        let mut pending = ByPriority::new();
+        let mut scheduled = ByPriority::new();
+        for &entry in class {
+            let side = if entry.state.is_scheduled() { &mut scheduled } else { &mut pending };
+            side.entry(self.state.priority(entry)).or_default().push(entry);
+        }
+        for (&priority, requests) in &pending {
+            self.run_priority(priority, requests, &scheduled);
+        }
+    }
+
+    fn run_priority(&mut self, priority: u32, requests: &[&'a Entry], scheduled: &ByPriority<'a>) {
+        let mut unfitted = Vec::new();
+        for &entry in requests {
+            let Some(placements) = self.fitter.find(&entry.request, &self.view) else {
+                unfitted.push(entry);
+                continue;
+            };
+            // The slots stay reserved in the view even when the request may not start, so that
+            // lower priorities cannot take them.
+            fit::hold(&mut self.view, entry.id(), &placements);
+            let may_start = self.releasing.is_empty() && (!self.backfilling || (self.preemption && entry.request.preemptible));
+            if may_start {
+                let backfilled = self.backfilling;
+                self.outcome.assignments.push(Assignment { allocation_id: entry.id().clone(), placements, backfilled });
+            } else {
+                self.outcome.waiting.insert(entry.id().clone(), WaitReason::BlockedByHigherPriority);
+            }
+        }
+
+        let diagnosed: Vec<(&Entry, WaitReason)> =
+            unfitted.into_iter().map(|entry| (entry, self.fitter.diagnose(&entry.request, &self.view))).collect();
+        // A request that can never fit must not hold everything below it back forever.
+        if diagnosed.iter().any(|(_, reason)| !reason.can_never_fit()) {
+            self.backfilling = true;
+        }
+
+        for (entry, reason) in diagnosed {
+            let reason = if self.preemption && !reason.can_never_fit() && self.make_room(entry, priority, scheduled) {
+                WaitReason::AwaitingPreemption
+            } else {
+                reason
+            };
+            self.outcome.waiting.insert(entry.id().clone(), reason);
+        }
+    }
+
+    /// Reserves room for `entry` in the view, from preemptions already decided this pass or by
+    /// choosing new victims. False (and nothing changed) when no preemption makes it fit.
+    fn make_room(&mut self, entry: &Entry, priority: u32, scheduled: &ByPriority<'a>) -> bool {
+        if let Some(placements) = self.fitter.find(&entry.request, &self.view) {
+            fit::hold(&mut self.view, entry.id(), &placements);
+            return true;
+        }
+        let candidates = self.victim_candidates(entry, priority, scheduled);
+        let Some(victims) = self.fewest_victims(entry, &candidates) else {
+            return false;
+        };
+        let mut view = self.view_without(&victims);
+        let Some(placements) = self.fitter.find(&entry.request, &view) else {
+            return false;
+        };
+        fit::hold(&mut view, entry.id(), &placements);
+        self.view = view;
+        for victim in victims {
+            self.releasing.insert(victim.id().clone());
+            self.outcome.preemptions.push(victim.id().clone());
+        }
+        true
+    }
+
+    /// Running preemptible allocations `entry` may displace, in the order they should go: those
+    /// already being preempted (their work is lost anyway), then lowest priority and newest first.
+    /// At `entry`'s own priority only jobs queued behind its job qualify.
+    fn victim_candidates(&self, entry: &Entry, priority: u32, scheduled: &ByPriority<'a>) -> Vec<&'a Entry> {
+        let position = self.state.job_position(entry);
+        let mut candidates = Vec::new();
+        'priorities: for (&victim_priority, victims) in scheduled.range(priority..).rev() {
+            for &victim in victims.iter().rev() {
+                if victim_priority == priority && self.state.job_position(victim) <= position {
+                    break 'priorities;
+                }
+                if victim.is_running_preemptible() && !self.releasing.contains(victim.id()) {
+                    candidates.push(victim);
+                }
+            }
+        }
+        candidates.sort_by_key(|victim| !victim.is_preempting());
+        candidates
+    }
+
+    /// Takes candidates in order until `entry` fits, then gives back every victim the fit can do
+    /// without, so no allocation is preempted for nothing. `None` if even all of them are not
+    /// enough: then nobody is preempted.
+    fn fewest_victims(&self, entry: &Entry, candidates: &[&'a Entry]) -> Option<Vec<&'a Entry>> {
+        let mut view = self.view.clone();
+        let mut chosen = Vec::new();
+        for &victim in candidates {
+            fit::free(&mut view, victim.id(), self.state.placements_of(victim.id()));
+            chosen.push(victim);
+            if self.fitter.find(&entry.request, &view).is_some() {
+                break;
+            }
+        }
+        // Not even every candidate together makes room: preempt nobody.
+        self.fitter.find(&entry.request, &view)?;
+        // Fitting only gets easier as slots are freed, so the last victim is always needed.
+        let mut index = 0;
+        while index + 1 < chosen.len() {
+            let mut without = chosen.clone();
+            without.remove(index);
+            if self.fitter.find(&entry.request, &self.view_without(&without)).is_some() {
+                chosen = without;
+            } else {
+                index += 1;
+            }
+        }
+        Some(chosen)
+    }
+
+    fn view_without(&self, victims: &[&Entry]) -> Agents {
+        let mut view = self.view.clone();
+        for victim in victims {
+            fit::free(&mut view, victim.id(), self.state.placements_of(victim.id()));
+        }
+        view
+    }
+}

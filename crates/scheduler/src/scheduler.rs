@@ -1,0 +1,241 @@
+//! [`Scheduler`]: one resource pool's scheduler as a deterministic state machine. Every input is
+//! a method call; [`Scheduler::schedule`] runs the configured policy and applies its decisions.
+
+use serde_json::Value;
+
+use crate::agent::{Agent, AgentSpec, Slot};
+use crate::config::{SchedulerConfig, SchedulingPolicy};
+use crate::decisions::{Decisions, PassOutcome, Waiting};
+use crate::error::SchedulerError;
+use crate::fit;
+use crate::ids::{AgentId, AllocationId, JobId, LogicalTime, SlotId};
+use crate::queue::{self, JobQueueEntry, PoolStats};
+use crate::request::{AllocationRequest, AllocationState, Entry, JobGroup, validate_priority, validate_weight};
+use crate::state::PoolState;
+use crate::{fair_share, priority, snapshot};
+
+/// The scheduler of one resource pool. It performs no I/O and reads no clock: the master calls it
+/// from its single writer loop and carries out the [`Decisions`] it returns.
+#[derive(Clone, Debug)]
+pub struct Scheduler {
+    state: PoolState,
+}
+
+impl Scheduler {
+    pub fn new(resource_pool: impl Into<String>, config: SchedulerConfig) -> Self {
+        Scheduler { state: PoolState::new(resource_pool.into(), config) }
+    }
+
+    pub fn resource_pool(&self) -> &str {
+        &self.state.name
+    }
+
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.state.config
+    }
+
+    /// Registers a connected agent; all its slots start enabled and free.
+    pub fn add_agent(&mut self, spec: AgentSpec) -> Result<(), SchedulerError> {
+        self.check_pool("agent", spec.id.as_str(), &spec.resource_pool)?;
+        if self.state.agents.contains_key(&spec.id) {
+            return Err(SchedulerError::DuplicateAgent(spec.id));
+        }
+        let agent = Agent::from_spec(spec)?;
+        self.state.agents.insert(agent.id.clone(), agent);
+        Ok(())
+    }
+
+    /// Forgets an agent (disconnected past its reconnect window). Returns the allocations that had
+    /// slots or aux containers on it: they lost those resources and the master should fail them.
+    /// What they hold on other agents stays held until the master releases them.
+    pub fn remove_agent(&mut self, agent_id: &AgentId) -> Result<Vec<AllocationId>, SchedulerError> {
+        let agent = self.state.agents.remove(agent_id).ok_or_else(|| SchedulerError::UnknownAgent(agent_id.clone()))?;
+        let lost: Vec<AllocationId> = agent.allocations().into_iter().collect();
+        for allocation in &lost {
+            if let Some(Entry { state: AllocationState::Scheduled { placements, resources_lost, .. }, .. }) =
+                self.state.entries.get_mut(allocation)
+            {
+                placements.retain(|p| &p.agent_id != agent_id);
+                *resources_lost = true;
+            }
+        }
+        Ok(lost)
+    }
+
+    pub fn enable_agent(&mut self, agent_id: &AgentId) -> Result<(), SchedulerError> {
+        self.agent_mut(agent_id)?.enabled = true;
+        Ok(())
+    }
+
+    /// Stops placing work on the agent. Returns the allocations running there, which keep their
+    /// resources: the master kills them unless it is draining the agent.
+    pub fn disable_agent(&mut self, agent_id: &AgentId) -> Result<Vec<AllocationId>, SchedulerError> {
+        let agent = self.agent_mut(agent_id)?;
+        agent.enabled = false;
+        Ok(agent.allocations().into_iter().collect())
+    }
+
+    pub fn enable_slot(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<(), SchedulerError> {
+        self.slot_mut(agent_id, slot_id)?.enabled = true;
+        Ok(())
+    }
+
+    /// Stops placing work on the slot. Returns the allocation holding it, if any; it keeps the
+    /// slot until released.
+    pub fn disable_slot(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<Option<AllocationId>, SchedulerError> {
+        let slot = self.slot_mut(agent_id, slot_id)?;
+        slot.enabled = false;
+        Ok(slot.allocation.clone())
+    }
+
+    /// Queues a request. A request that cannot fit the pool is accepted and waits with a
+    /// "can never fit" reason, since agents may still join.
+    pub fn submit(&mut self, request: AllocationRequest) -> Result<(), SchedulerError> {
+        self.check_pool("allocation", request.allocation_id.as_str(), &request.resource_pool)?;
+        if self.state.entries.contains_key(&request.allocation_id) {
+            return Err(SchedulerError::DuplicateAllocation(request.allocation_id));
+        }
+        let priority = validate_priority(request.priority)?;
+        let weight = validate_weight(request.weight)?;
+        let seq = self.state.next_seq;
+        self.state.next_seq += 1;
+        let job = self.state.jobs.entry(request.job_id.clone()).or_insert(JobGroup {
+            priority,
+            weight,
+            registered_at: request.submitted_at,
+            seq,
+            members: 0,
+        });
+        job.members += 1;
+        let entry = Entry { request, seq, state: AllocationState::Queued { reason: None } };
+        self.state.entries.insert(entry.id().clone(), entry);
+        Ok(())
+    }
+
+    /// Removes a request: cancels it if queued, frees its slots if scheduled. A job with no
+    /// requests left is forgotten, priority and weight included.
+    pub fn release(&mut self, allocation_id: &AllocationId) -> Result<(), SchedulerError> {
+        let entry = self.state.entries.remove(allocation_id).ok_or_else(|| SchedulerError::UnknownAllocation(allocation_id.clone()))?;
+        if let AllocationState::Scheduled { placements, .. } = &entry.state {
+            fit::free(&mut self.state.agents, allocation_id, placements);
+        }
+        if let Some(job) = self.state.jobs.get_mut(&entry.request.job_id) {
+            job.members -= 1;
+            if job.members == 0 {
+                self.state.jobs.remove(&entry.request.job_id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets a job's priority (1 highest, 99 lowest); takes effect at the next pass.
+    pub fn set_priority(&mut self, job_id: &JobId, priority: u32) -> Result<(), SchedulerError> {
+        let priority = validate_priority(priority)?;
+        self.job_mut(job_id)?.priority = priority;
+        Ok(())
+    }
+
+    /// Sets a job's fair-share weight (> 0); takes effect at the next pass.
+    pub fn set_weight(&mut self, job_id: &JobId, weight: f64) -> Result<(), SchedulerError> {
+        let weight = validate_weight(weight)?;
+        self.job_mut(job_id)?.weight = weight;
+        Ok(())
+    }
+
+    /// Runs one scheduling pass at logical time `now` and applies it: assigned allocations hold
+    /// their slots from now on and preempted ones are marked, so each decision is reported once.
+    pub fn schedule(&mut self, now: LogicalTime) -> Decisions {
+        let outcome = match self.state.config.policy {
+            SchedulingPolicy::Priority { preemption } => priority::schedule(&self.state, preemption),
+            SchedulingPolicy::FairShare { preemption } => fair_share::schedule(&self.state, preemption),
+        };
+        self.apply(outcome, now)
+    }
+
+    fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
+        let mut decisions = Decisions::default();
+        for assignment in outcome.assignments {
+            let Some(entry) = self.state.entries.get_mut(&assignment.allocation_id) else { continue };
+            debug_assert!(assignment.placements.iter().all(|p| {
+                let agent = &self.state.agents[&p.agent_id];
+                p.slot_ids.iter().all(|id| agent.slots[id].enabled && agent.slots[id].allocation.is_none())
+            }));
+            fit::hold(&mut self.state.agents, &assignment.allocation_id, &assignment.placements);
+            entry.state = AllocationState::Scheduled {
+                placements: assignment.placements.clone(),
+                backfilled: assignment.backfilled,
+                assigned_at: now,
+                preempting: false,
+                resources_lost: false,
+            };
+            decisions.assignments.push(assignment);
+        }
+        for allocation_id in outcome.preemptions {
+            if let Some(Entry { state: AllocationState::Scheduled { preempting: preempting @ false, .. }, .. }) =
+                self.state.entries.get_mut(&allocation_id)
+            {
+                *preempting = true;
+                decisions.preemptions.push(allocation_id);
+            }
+        }
+        let mut waiting = outcome.waiting;
+        let queued: Vec<AllocationId> =
+            self.state.queue_order().into_iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
+        for allocation_id in queued {
+            let reason = waiting.remove(&allocation_id);
+            if let Some(entry) = self.state.entries.get_mut(&allocation_id) {
+                entry.state = AllocationState::Queued { reason: reason.clone() };
+            }
+            if let Some(reason) = reason {
+                decisions.waiting.push(Waiting { allocation_id, reason });
+            }
+        }
+        decisions
+    }
+
+    /// Where an allocation stands, if it is known.
+    pub fn allocation(&self, allocation_id: &AllocationId) -> Option<&AllocationState> {
+        self.state.entries.get(allocation_id).map(|e| &e.state)
+    }
+
+    /// The request as submitted, if it is known.
+    pub fn request(&self, allocation_id: &AllocationId) -> Option<&AllocationRequest> {
+        self.state.entries.get(allocation_id).map(|e| &e.request)
+    }
+
+    /// Jobs in scheduling order with their state and `jobs_ahead`.
+    pub fn job_queue(&self) -> Vec<JobQueueEntry> {
+        queue::job_queue(&self.state)
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        queue::stats(&self.state)
+    }
+
+    /// The whole state as JSON: config, agents and slots, jobs, and requests in queue order.
+    pub fn snapshot(&self) -> Value {
+        snapshot::snapshot(&self.state)
+    }
+
+    fn check_pool(&self, what: &'static str, id: &str, pool: &str) -> Result<(), SchedulerError> {
+        if pool == self.state.name {
+            return Ok(());
+        }
+        Err(SchedulerError::WrongResourcePool { what, id: id.to_owned(), expected: self.state.name.clone(), actual: pool.to_owned() })
+    }
+
+    fn agent_mut(&mut self, agent_id: &AgentId) -> Result<&mut Agent, SchedulerError> {
+        self.state.agents.get_mut(agent_id).ok_or_else(|| SchedulerError::UnknownAgent(agent_id.clone()))
+    }
+
+    fn slot_mut(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<&mut Slot, SchedulerError> {
+        self.agent_mut(agent_id)?
+            .slots
+            .get_mut(&slot_id)
+            .ok_or_else(|| SchedulerError::UnknownSlot { agent: agent_id.clone(), slot: slot_id })
+    }
+
+    fn job_mut(&mut self, job_id: &JobId) -> Result<&mut JobGroup, SchedulerError> {
+        self.state.jobs.get_mut(job_id).ok_or_else(|| SchedulerError::UnknownJob(job_id.clone()))
+    }
+}

@@ -1,0 +1,75 @@
+//! The pool's state: agents, requests and job groups, plus the queries every policy shares.
+
+use std::collections::BTreeMap;
+
+use crate::config::{SchedulerConfig, SchedulingPolicy};
+use crate::decisions::Placement;
+use crate::fit::{Agents, Fitter};
+use crate::ids::{AllocationId, JobId, LogicalTime};
+use crate::request::{AllocationState, DEFAULT_PRIORITY, DEFAULT_WEIGHT, Entry, JobGroup};
+
+/// Sort key of a request in the queue: priority, then the job's place, then the request's.
+pub(crate) type QueueKey = (u32, LogicalTime, u64, LogicalTime, u64);
+
+#[derive(Clone, Debug)]
+pub(crate) struct PoolState {
+    pub name: String,
+    pub config: SchedulerConfig,
+    pub agents: Agents,
+    pub entries: BTreeMap<AllocationId, Entry>,
+    pub jobs: BTreeMap<JobId, JobGroup>,
+    pub next_seq: u64,
+}
+
+impl PoolState {
+    pub fn new(name: String, config: SchedulerConfig) -> Self {
+        PoolState { name, config, agents: Agents::new(), entries: BTreeMap::new(), jobs: BTreeMap::new(), next_seq: 0 }
+    }
+
+    pub fn fitter(&self) -> Fitter {
+        Fitter { policy: self.config.fitting_policy, max_aux: self.config.max_aux_containers_per_agent }
+    }
+
+    pub fn is_fair_share(&self) -> bool {
+        matches!(self.config.policy, SchedulingPolicy::FairShare { .. })
+    }
+
+    pub fn priority(&self, entry: &Entry) -> u32 {
+        self.jobs.get(&entry.request.job_id).map_or(DEFAULT_PRIORITY, |job| job.priority)
+    }
+
+    pub fn weight(&self, job: &JobId) -> f64 {
+        self.jobs.get(job).map_or(DEFAULT_WEIGHT, |job| job.weight)
+    }
+
+    /// The job's queue position (older jobs first).
+    pub fn job_position(&self, entry: &Entry) -> (LogicalTime, u64) {
+        self.jobs.get(&entry.request.job_id).map_or((entry.request.submitted_at, entry.seq), JobGroup::position)
+    }
+
+    pub fn queue_key(&self, entry: &Entry) -> QueueKey {
+        // Fair share has no priorities: its queue is submission order.
+        let priority = if self.is_fair_share() { 0 } else { self.priority(entry) };
+        let (job_time, job_seq) = self.job_position(entry);
+        (priority, job_time, job_seq, entry.request.submitted_at, entry.seq)
+    }
+
+    /// Every request, pending or scheduled, in queue order.
+    pub fn queue_order(&self) -> Vec<&Entry> {
+        let mut entries: Vec<&Entry> = self.entries.values().collect();
+        entries.sort_by_key(|e| self.queue_key(e));
+        entries
+    }
+
+    /// Agents as the pass starts: what is held now, nothing planned yet.
+    pub fn agents_view(&self) -> Agents {
+        self.agents.clone()
+    }
+
+    pub fn placements_of(&self, allocation: &AllocationId) -> &[Placement] {
+        match self.entries.get(allocation).map(|e| &e.state) {
+            Some(AllocationState::Scheduled { placements, .. }) => placements,
+            _ => &[],
+        }
+    }
+}
