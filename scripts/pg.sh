@@ -4,6 +4,9 @@
 #   scripts/pg.sh start DIR   start (or reuse) a cluster whose data lives in DIR/data
 #   scripts/pg.sh stop  DIR   stop it (no-op when it is not running)
 #   scripts/pg.sh url   DIR   print its connection URL (postgres://postgres@127.0.0.1:PORT/postgres)
+#   scripts/pg.sh reset DIR   drop every database but postgres and the templates (leftovers of
+#                             earlier test runs; each test creates its own database)
+#   scripts/pg.sh status DIR  exit 0 when running
 #
 # Trust authentication, superuser `postgres`, TCP on 127.0.0.1 only, unix socket inside DIR.
 # Port: $RESOLUTE_PG_PORT, default 55432. When the default port is taken by something else
@@ -13,7 +16,7 @@
 # Binaries: $RESOLUTE_PG_BIN, default /usr/lib/postgresql/15/bin.
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop|url|status DIR" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|url|reset|status DIR" >&2; exit 2; }
 [ $# -eq 2 ] || usage
 cmd=$1
 mkdir -p "$2"
@@ -139,9 +142,21 @@ stop() {
   fi
 }
 
+reset() {
+  is_running || { echo "pg.sh: not running ($dir)" >&2; exit 1; }
+  local url db n=0
+  url="postgres://postgres@127.0.0.1:$(current_port)/postgres"
+  for db in $(psql "$url" -qtAc "SELECT datname FROM pg_database WHERE NOT datistemplate AND datname <> 'postgres'"); do
+    psql "$url" -qc "DROP DATABASE \"$db\" WITH (FORCE)"
+    n=$((n + 1))
+  done
+  echo "pg.sh: dropped $n databases ($dir)" >&2
+}
+
 case "$cmd" in
   start) start ;;
   stop) stop ;;
+  reset) reset ;;
   url) echo "postgres://postgres@127.0.0.1:$(current_port)/postgres" ;;
   status) if is_running; then echo "running on port $(current_port)"; else echo "stopped"; exit 3; fi ;;
   *) usage ;;

@@ -41,6 +41,7 @@ det_bin=${CARGO_TARGET_DIR:-$repo/target}/debug/det
 # --- scratch PostgreSQL -----------------------------------------------------------------------
 banner "PostgreSQL (scripts/pg.sh start .ci-work/pg)"
 scripts/pg.sh start "$work/pg"
+scripts/pg.sh reset "$work/pg"
 trap 'scripts/pg.sh stop "$work/pg" || true' EXIT
 pg_url=$(scripts/pg.sh url "$work/pg")
 export RESOLUTE_TEST_POSTGRES_URL=$pg_url
@@ -86,7 +87,7 @@ for db in sqlite postgres; do
   set -e
   # pytest exits 5 when it collected no tests: a failure here, never a silent pass.
   [ "$status" -ne 5 ] || echo "pytest collected no tests" >&2
-  last=$(grep -E '^=+ .* in [0-9.]+s' "$logs/compat-$db.log" | tail -n 1 || true)
+  last=$(grep -E '^=+ .* in [0-9.]+s' "$logs/compat-$db.log" | tail -n 1 | sed -E 's/^=+ //; s/ =+$//' || true)
   record "compat suite on $db: ${last:-no pytest summary line}" "$status"
 done
 

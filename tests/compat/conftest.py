@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import pytest
+from determined.experimental import client
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM_DET = Path(sys.executable).parent / "det"
@@ -60,8 +61,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def create_pg_database() -> Dict[str, str]:
-    """Creates a fresh database on the scratch server; returns the DET_DB_* variables for it."""
+def pg_admin_url() -> str:
     url = os.environ.get("RESOLUTE_COMPAT_PG_URL") or os.environ.get("RESOLUTE_TEST_POSTGRES_URL")
     if not url:
         pytest.exit(
@@ -69,12 +69,25 @@ def create_pg_database() -> Dict[str, str]:
             "(start one with scripts/pg.sh start DIR; scripts/pg.sh url DIR)",
             returncode=2,
         )
-    name = "resolute_compat_" + uuid.uuid4().hex[:12]
-    subprocess.run(
-        ["psql", url, "-v", "ON_ERROR_STOP=1", "-qc", f"CREATE DATABASE {name}"],
-        check=True,
+    return url
+
+
+def psql(sql: str, url: Optional[str] = None) -> str:
+    proc = subprocess.run(
+        ["psql", url or pg_admin_url(), "-v", "ON_ERROR_STOP=1", "-qtAc", sql],
+        capture_output=True,
+        text=True,
         timeout=60,
     )
+    assert proc.returncode == 0, f"psql {sql!r} failed: {proc.stderr}"
+    return proc.stdout.strip()
+
+
+def create_pg_database() -> Dict[str, str]:
+    """Creates a fresh database on the scratch server; returns the DET_DB_* variables for it."""
+    url = pg_admin_url()
+    name = "resolute_compat_" + uuid.uuid4().hex[:12]
+    psql(f"CREATE DATABASE {name}")
     u = urllib.parse.urlparse(url)
     return {
         "DET_DB_HOST": u.hostname or "127.0.0.1",
@@ -91,6 +104,7 @@ class Master:
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
         self.db = compat_db()
         self.env = {k: v for k, v in os.environ.items() if k not in DB_ENV_VARS}
         if self.db == "postgres":
@@ -121,6 +135,12 @@ class Master:
         self.stop()
         self._spawn()
         return self
+
+    def close(self) -> None:
+        """Stops the master and drops its PostgreSQL database."""
+        self.stop()
+        if self.db == "postgres":
+            psql(f"DROP DATABASE IF EXISTS {self.env['DET_DB_NAME']} WITH (FORCE)")
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -215,7 +235,7 @@ def master(tmp_path_factory: pytest.TempPathFactory):
     """The master shared by the whole session."""
     m = Master(tmp_path_factory.mktemp("master"))
     yield m
-    m.stop()
+    m.close()
 
 
 @pytest.fixture
@@ -223,7 +243,7 @@ def fresh_master(tmp_path: Path):
     """A master of its own, for tests that need an empty user table (fixed user names)."""
     m = Master(tmp_path / "fresh-master")
     yield m
-    m.stop()
+    m.close()
 
 
 @pytest.fixture(autouse=True)
@@ -234,6 +254,8 @@ def isolated_client_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
     for var in CLIENT_ENV_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("DET_DEBUG_CONFIG_PATH", str(config))
+    # `client.login()` may be called once per process: give every test a fresh SDK singleton.
+    monkeypatch.setattr(client, "_determined", None)
     return config
 
 

@@ -62,4 +62,5 @@ curl -X 'POST' \
 
 # (Not in the blog: a diagnostic line for the test that runs this script.)
 echo
-echo "seed000: token extracted: ${MyToken:+yes (${#MyToken} chars)}${MyToken:-NO}; testuser1 id: ${detUserId:-NONE}"
+if [ -n "$MyToken" ]; then extracted="yes (${#MyToken} chars)"; else extracted=NO; fi
+echo "seed000: token extracted: $extracted; testuser1 id: ${detUserId:-NONE}"

@@ -5,7 +5,7 @@ import time
 from determined.common.api import authentication
 from determined.experimental import client
 
-from conftest import Master
+from conftest import Master, pg_admin_url, psql
 
 
 def test_sigterm_stops_master_cleanly(fresh_master: Master) -> None:
@@ -23,3 +23,14 @@ def test_users_survive_restart(fresh_master: Master, unique: str) -> None:
 
     again = fresh_master.restart()
     authentication.login(again.url, f"keep{unique}", "KeepPass1x")
+
+
+def test_master_uses_the_selected_backend(master: Master) -> None:
+    """RESOLUTE_COMPAT_DB really decides where the data goes (not a silent SQLite fallback)."""
+    if master.db == "postgres":
+        db_url = pg_admin_url().rsplit("/", 1)[0] + "/" + master.env["DET_DB_NAME"]
+        tables = psql("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'", db_url)
+        assert int(tables) > 0, "the master created no tables in its PostgreSQL database"
+        assert not list((master.workdir / "data").glob("*.db")), "a SQLite file appeared on postgres"
+    else:
+        assert (master.workdir / "data" / "resolute.db").exists()

@@ -1,7 +1,7 @@
 """The upstream Python SDK (determined==0.38.1) against Resolute."""
 
 import pytest
-from determined.common.api import errors
+from determined.common.api import bindings, errors
 from determined.experimental import client
 
 from conftest import Master
@@ -61,3 +61,22 @@ def test_unknown_user_is_not_found(master: Master) -> None:
 def test_wrong_password_is_rejected(master: Master) -> None:
     with pytest.raises((errors.ForbiddenException, errors.UnauthenticatedException)):
         client.Determined(master=master.url, user="admin", password="not-the-password")
+
+
+def test_list_users_reads_all_pages(fresh_master: Master) -> None:
+    # More users than one page of the SDK's paginated read, on a master of its own.
+    d = client.Determined(master=fresh_master.url, user="admin", password="")
+    for i in range(130):
+        d.create_user(username=f"page{i:03d}", admin=False, password="PagePass1x")
+    names = [u.username for u in d.list_users()]
+    assert len(names) == len(set(names)) == 132
+
+    resp = bindings.get_GetUsers(
+        d._session,
+        limit=10,
+        offset=5,
+        sortBy=bindings.v1GetUsersRequestSortBy.NAME,
+        orderBy=bindings.v1OrderBy.DESC,
+    )
+    assert [u.username for u in resp.users] == [f"page{i:03d}" for i in range(124, 114, -1)]
+    assert resp.pagination.total == 132

@@ -29,9 +29,7 @@ impl EndpointStats {
     }
 
     pub fn max_ms(&self) -> f64 {
-        self.latencies_us
-            .last()
-            .map_or(f64::NAN, |&us| us as f64 / 1000.0)
+        self.latencies_us.last().map_or(f64::NAN, |&us| us as f64 / 1000.0)
     }
 }
 
@@ -61,22 +59,10 @@ pub async fn hammer(
         errors += err;
     }
     latencies_us.sort_unstable();
-    Ok(EndpointStats {
-        path: path.to_owned(),
-        ok: latencies_us.len() as u64,
-        errors,
-        elapsed,
-        latencies_us,
-    })
+    Ok(EndpointStats { path: path.to_owned(), ok: latencies_us.len() as u64, errors, elapsed, latencies_us })
 }
 
-async fn run_clients(
-    http: &reqwest::Client,
-    url: &str,
-    auth: &str,
-    clients: usize,
-    duration: Duration,
-) -> Result<Vec<(Vec<u32>, u64)>> {
+async fn run_clients(http: &reqwest::Client, url: &str, auth: &str, clients: usize, duration: Duration) -> Result<Vec<(Vec<u32>, u64)>> {
     let deadline = Instant::now() + duration;
     let tasks: Vec<_> = (0..clients)
         .map(|_| {

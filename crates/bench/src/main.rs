@@ -30,10 +30,7 @@ enum Backend {
 }
 
 #[derive(Parser)]
-#[command(
-    version,
-    about = "Benchmark the Resolute master: start-up, idle RSS, request latency and throughput"
-)]
+#[command(version, about = "Benchmark the Resolute master: start-up, idle RSS, request latency and throughput")]
 struct Args {
     /// The `det` binary whose `det master run` is measured.
     #[arg(default_value = "target/release/det")]
@@ -68,18 +65,12 @@ struct Report {
 async fn main() -> Result<()> {
     let args = Args::parse();
     if !args.det.exists() {
-        bail!(
-            "{} not found; build it with `cargo build --release -p resolute-cli -p resolute-bench`",
-            args.det.display()
-        );
+        bail!("{} not found; build it with `cargo build --release -p resolute-cli -p resolute-bench`", args.det.display());
     }
     let db = match args.db {
         Backend::Sqlite => Db::Sqlite,
         Backend::Postgres => {
-            let url = args
-                .pg_url
-                .as_deref()
-                .context("--db postgres needs --pg-url (or RESOLUTE_TEST_POSTGRES_URL)")?;
+            let url = args.pg_url.as_deref().context("--db postgres needs --pg-url (or RESOLUTE_TEST_POSTGRES_URL)")?;
             Db::postgres(url).await?
         }
     };
@@ -100,25 +91,16 @@ async fn run(args: &Args, db: &Db) -> Result<Report> {
 
     let master = Master::start(&args.det, db, &http).await?;
     let start_ms = master.start_to_first_answer.as_secs_f64() * 1000.0;
-    eprintln!(
-        "master pid {} answered GET /info after {start_ms:.1} ms (log: {})",
-        master.pid(),
-        master.log.display()
-    );
+    eprintln!("master pid {} answered GET /info after {start_ms:.1} ms (log: {})", master.pid(), master.log.display());
 
     // Let start-up work (migrations, background tasks) settle before sampling idle memory.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss_kib = master.rss_kib()?;
 
-    let token = login(&http, &master.base)
-        .await
-        .with_context(|| format!("log:\n{}", master::tail(&master.log)))?;
+    let token = login(&http, &master.base).await.with_context(|| format!("log:\n{}", master::tail(&master.log)))?;
     let mut endpoints = Vec::new();
     for path in ENDPOINTS {
-        eprintln!(
-            "hammering GET {path}: {} clients, {} s warm-up + {} s",
-            args.clients, args.warmup, args.seconds
-        );
+        eprintln!("hammering GET {path}: {} clients, {} s warm-up + {} s", args.clients, args.warmup, args.seconds);
         let stats = load::hammer(
             &http,
             &master.base,
@@ -133,14 +115,7 @@ async fn run(args: &Args, db: &Db) -> Result<Report> {
     }
     let loaded_rss_kib = master.rss_kib()?;
     let shutdown_ms = master.stop().await?.as_secs_f64() * 1000.0;
-    Ok(Report {
-        backend: db.label(),
-        start_ms,
-        idle_rss_kib,
-        loaded_rss_kib,
-        shutdown_ms,
-        endpoints,
-    })
+    Ok(Report { backend: db.label(), start_ms, idle_rss_kib, loaded_rss_kib, shutdown_ms, endpoints })
 }
 
 /// Logs in as `admin` (blank password, as the upstream client sends it) and returns the token.
@@ -168,14 +143,8 @@ fn print_report(args: &Args, r: &Report) {
     );
     println!("| Measure | Value | Target |");
     println!("|---|---:|---|");
-    println!(
-        "| Spawn to first `GET /info` | {:.1} ms | < 200 ms |",
-        r.start_ms
-    );
-    println!(
-        "| Idle RSS (1 s after start) | {:.1} MiB | < 30 MB |",
-        mib(r.idle_rss_kib)
-    );
+    println!("| Spawn to first `GET /info` | {:.1} ms | < 200 ms |", r.start_ms);
+    println!("| Idle RSS (1 s after start) | {:.1} MiB | < 30 MB |", mib(r.idle_rss_kib));
     println!("| RSS after load | {:.1} MiB | |", mib(r.loaded_rss_kib));
     println!("| SIGTERM to exit | {:.1} ms | |", r.shutdown_ms);
     println!();

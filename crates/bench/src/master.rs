@@ -12,14 +12,7 @@ use nix::unistd::Pid;
 use reqwest::Url;
 use sqlx::{AssertSqlSafe, Connection, PgConnection};
 
-const DB_VARS: [&str; 6] = [
-    "DET_DB_HOST",
-    "DET_DB_PORT",
-    "DET_DB_USER",
-    "DET_DB_PASSWORD",
-    "DET_DB_NAME",
-    "DET_DB_SSL_MODE",
-];
+const DB_VARS: [&str; 6] = ["DET_DB_HOST", "DET_DB_PORT", "DET_DB_USER", "DET_DB_PASSWORD", "DET_DB_NAME", "DET_DB_SSL_MODE"];
 
 /// Where the master keeps its data.
 pub enum Db {
@@ -34,17 +27,10 @@ pub enum Db {
 impl Db {
     pub async fn postgres(admin_url: &str) -> Result<Self> {
         let name = format!("resolute_bench_{}_{}", std::process::id(), unix_millis());
-        let mut conn = PgConnection::connect(admin_url)
-            .await
-            .with_context(|| format!("connecting to {admin_url}"))?;
-        sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&mut conn)
-            .await?;
+        let mut conn = PgConnection::connect(admin_url).await.with_context(|| format!("connecting to {admin_url}"))?;
+        sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await?;
         conn.close().await?;
-        Ok(Db::Postgres {
-            admin_url: admin_url.to_owned(),
-            name,
-        })
+        Ok(Db::Postgres { admin_url: admin_url.to_owned(), name })
     }
 
     pub fn label(&self) -> &'static str {
@@ -61,20 +47,9 @@ impl Db {
         };
         let url = Url::parse(admin_url).with_context(|| format!("parsing {admin_url}"))?;
         Ok(vec![
-            (
-                "DET_DB_HOST",
-                url.host_str().unwrap_or("127.0.0.1").to_owned(),
-            ),
+            ("DET_DB_HOST", url.host_str().unwrap_or("127.0.0.1").to_owned()),
             ("DET_DB_PORT", url.port().unwrap_or(5432).to_string()),
-            (
-                "DET_DB_USER",
-                if url.username().is_empty() {
-                    "postgres"
-                } else {
-                    url.username()
-                }
-                .to_owned(),
-            ),
+            ("DET_DB_USER", if url.username().is_empty() { "postgres" } else { url.username() }.to_owned()),
             ("DET_DB_PASSWORD", url.password().unwrap_or("").to_owned()),
             ("DET_DB_NAME", name.clone()),
             ("DET_DB_SSL_MODE", "disable".to_owned()),
@@ -84,11 +59,7 @@ impl Db {
     pub async fn drop_database(&self) -> Result<()> {
         if let Db::Postgres { admin_url, name } = self {
             let mut conn = PgConnection::connect(admin_url).await?;
-            sqlx::raw_sql(AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-            )))
-            .execute(&mut conn)
-            .await?;
+            sqlx::raw_sql(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&mut conn).await?;
             conn.close().await?;
         }
         Ok(())
@@ -107,9 +78,7 @@ pub struct Master {
 
 impl Master {
     pub async fn start(det: &Path, db: &Db, http: &reqwest::Client) -> Result<Self> {
-        let data_dir = tempfile::Builder::new()
-            .prefix("resolute-bench-")
-            .tempdir()?;
+        let data_dir = tempfile::Builder::new().prefix("resolute-bench-").tempdir()?;
         let log = data_dir.path().join("master.log");
         let port = free_port()?;
         let base = format!("http://127.0.0.1:{port}");
@@ -127,9 +96,7 @@ impl Master {
         cmd.envs(db.env()?);
 
         let started = Instant::now();
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("spawning {}", det.display()))?;
+        let mut child = cmd.spawn().with_context(|| format!("spawning {}", det.display()))?;
         let info = format!("{base}/info");
         loop {
             if let Ok(resp) = http.get(&info).send().await
@@ -138,28 +105,16 @@ impl Master {
                 break;
             }
             if let Some(status) = child.try_wait()? {
-                bail!(
-                    "master exited with {status} before answering; log:\n{}",
-                    tail(&log)
-                );
+                bail!("master exited with {status} before answering; log:\n{}", tail(&log));
             }
             if started.elapsed() > Duration::from_secs(30) {
                 let _ = child.kill();
-                bail!(
-                    "master did not answer GET /info within 30 s; log:\n{}",
-                    tail(&log)
-                );
+                bail!("master did not answer GET /info within 30 s; log:\n{}", tail(&log));
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let start_to_first_answer = started.elapsed();
-        Ok(Master {
-            child,
-            base,
-            log,
-            start_to_first_answer,
-            _data_dir: data_dir,
-        })
+        Ok(Master { child, base, log, start_to_first_answer, _data_dir: data_dir })
     }
 
     pub fn pid(&self) -> u32 {
@@ -206,10 +161,7 @@ fn free_port() -> Result<u16> {
 }
 
 fn unix_millis() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
 }
 
 /// The last lines of the master's log, for error messages.
