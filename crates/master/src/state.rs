@@ -5,7 +5,7 @@ use std::sync::Arc;
 use resolute_store::Store;
 
 use crate::config::MasterConfig;
-use crate::services::{AuthService, UserService};
+use crate::services::{AuthService, SessionCache, UserService};
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
 #[derive(Clone, Debug)]
@@ -28,11 +28,12 @@ pub struct AppState {
 impl AppState {
     pub fn new(store: Arc<dyn Store>, config: MasterConfig, identity: Identity) -> AppState {
         let lifespan = chrono::TimeDelta::days(i64::from(config.security.token.default_lifespan_days));
+        let sessions = Arc::new(SessionCache::default());
         AppState {
             identity: Arc::new(identity),
             config: Arc::new(config),
-            auth: AuthService::new(store.clone(), lifespan),
-            users: UserService::new(store),
+            auth: AuthService::new(store.clone(), sessions.clone(), lifespan),
+            users: UserService::new(store, sessions),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use chrono::TimeDelta;
 use resolute_store::{NewSession, Store, StoreError, UserRecord, db_now};
 
+use super::SessionCache;
 use crate::auth::{password, token};
 use crate::error::{ApiError, ApiResult};
 
@@ -18,12 +19,13 @@ pub struct Principal {
 #[derive(Clone)]
 pub struct AuthService {
     store: Arc<dyn Store>,
+    sessions: Arc<SessionCache>,
     lifespan: TimeDelta,
 }
 
 impl AuthService {
-    pub fn new(store: Arc<dyn Store>, lifespan: TimeDelta) -> Self {
-        AuthService { store, lifespan }
+    pub fn new(store: Arc<dyn Store>, sessions: Arc<SessionCache>, lifespan: TimeDelta) -> Self {
+        AuthService { store, sessions, lifespan }
     }
 
     /// Checks credentials and opens a session. Unknown users and wrong passwords get the same
@@ -55,22 +57,30 @@ impl AuthService {
 
     /// The principal behind a bearer token, or 401.
     pub async fn authenticate(&self, bearer: &str) -> ApiResult<Principal> {
+        let token_hash = token::token_hash(bearer);
+        let now = db_now();
+        if let Some(principal) = self.sessions.get(&token_hash, now) {
+            return Ok(principal);
+        }
         let session = self
             .store
-            .session_by_token_hash(&token::token_hash(bearer))
+            .session_by_token_hash(&token_hash)
             .await?
             .ok_or_else(|| ApiError::unauthenticated("invalid or expired session token; log in again"))?;
-        if session.expires_at <= db_now() {
+        if session.expires_at <= now {
             self.store.delete_session(session.session_id).await?;
             return Err(ApiError::unauthenticated("session expired; log in again"));
         }
         if !session.user.active {
             return Err(ApiError::unauthenticated("user is not active"));
         }
-        Ok(Principal { user: session.user, session_id: session.session_id })
+        let principal = Principal { user: session.user, session_id: session.session_id };
+        self.sessions.insert(token_hash, principal.clone(), session.expires_at);
+        Ok(principal)
     }
 
     pub async fn logout(&self, principal: &Principal) -> ApiResult<()> {
+        self.sessions.remove_session(principal.session_id);
         Ok(self.store.delete_session(principal.session_id).await?)
     }
 

@@ -10,7 +10,7 @@ use resolute_store::{OrderDirection, Store, UserFilter, UserPage, UserPatch, Use
 
 use crate::auth::password;
 use crate::error::{ApiError, ApiResult};
-use crate::services::Principal;
+use crate::services::{Principal, SessionCache};
 
 const MAX_USERNAME_LEN: usize = 128;
 const MAX_DISPLAY_NAME_LEN: usize = 256;
@@ -18,6 +18,7 @@ const MAX_DISPLAY_NAME_LEN: usize = 256;
 #[derive(Clone)]
 pub struct UserService {
     store: Arc<dyn Store>,
+    sessions: Arc<SessionCache>,
 }
 
 /// A validated-on-use request to create a user.
@@ -43,8 +44,8 @@ pub struct UserChanges {
 }
 
 impl UserService {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        UserService { store }
+    pub fn new(store: Arc<dyn Store>, sessions: Arc<SessionCache>) -> Self {
+        UserService { store, sessions }
     }
 
     /// Creates `admin` and `determined` on a fresh database; existing users are left alone.
@@ -156,7 +157,10 @@ impl UserService {
             password_hash,
             now: Some(db_now()),
         };
-        Ok(self.store.update_user(id, &patch).await?)
+        let updated = self.store.update_user(id, &patch).await?;
+        // Cached sessions carry the old account (e.g. still active, still admin).
+        self.sessions.remove_user(id);
+        Ok(updated)
     }
 }
 

@@ -53,10 +53,12 @@ impl SqlStore {
         let order = order_clause(filter.sort, filter.order);
         // LIMIT -1 would be SQLite-only; "all rows" is expressed as the largest i64 instead.
         let limit = filter.limit.unwrap_or(i64::MAX);
-        let list_sql = format!("SELECT {USER_COLUMNS} FROM users WHERE {USER_FILTER} ORDER BY {order} LIMIT $4 OFFSET $5");
+        // One round trip: the window count is taken before LIMIT/OFFSET, so it is the full total.
+        let list_sql =
+            format!("SELECT {USER_COLUMNS}, COUNT(*) OVER () AS total FROM users WHERE {USER_FILTER} ORDER BY {order} LIMIT $4 OFFSET $5");
         let count_sql = format!("SELECT COUNT(*) FROM users WHERE {USER_FILTER}");
         on_pool!(self, pool => {
-            let users = sqlx::query_as::<_, UserRecord>(AssertSqlSafe(list_sql.as_str()))
+            let rows = sqlx::query_as::<_, CountedUser>(AssertSqlSafe(list_sql.as_str()))
                 .bind(filter.active)
                 .bind(filter.admin)
                 .bind(&pattern)
@@ -64,13 +66,17 @@ impl SqlStore {
                 .bind(filter.offset)
                 .fetch_all(pool)
                 .await?;
-            let total: i64 = sqlx::query_scalar(AssertSqlSafe(count_sql.as_str()))
-                .bind(filter.active)
-                .bind(filter.admin)
-                .bind(&pattern)
-                .fetch_one(pool)
-                .await?;
-            Ok(UserPage { users, total })
+            let total = match rows.first() {
+                Some(row) => row.total,
+                // An empty page (offset past the end, or limit 0) carries no count: ask for it.
+                None => sqlx::query_scalar(AssertSqlSafe(count_sql.as_str()))
+                    .bind(filter.active)
+                    .bind(filter.admin)
+                    .bind(&pattern)
+                    .fetch_one(pool)
+                    .await?,
+            };
+            Ok(UserPage { users: rows.into_iter().map(|r| r.user).collect(), total })
         })
     }
 
@@ -119,6 +125,13 @@ impl SqlStore {
         });
         Ok(())
     }
+}
+
+#[derive(sqlx::FromRow)]
+struct CountedUser {
+    #[sqlx(flatten)]
+    user: UserRecord,
+    total: i64,
 }
 
 fn order_clause(sort: UserSort, order: OrderDirection) -> String {
