@@ -28,6 +28,26 @@ impl StoreError {
             _ => StoreError::Backend(err),
         }
     }
+
+    /// Like [`from_write`](Self::from_write), and a foreign-key violation means the row the write
+    /// refers to (`parent`, e.g. the trial of a metric) does not exist.
+    pub(crate) fn from_write_ref(
+        entity: &'static str,
+        key: impl ToString,
+        parent: &'static str,
+        parent_key: impl ToString,
+        err: sqlx::Error,
+    ) -> Self {
+        match &err {
+            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::not_found(parent, parent_key),
+            _ => StoreError::from_write(entity, key, err),
+        }
+    }
+
+    /// A stored document (JSON column) that does not parse: a backend fault, not the caller's.
+    pub(crate) fn corrupt(column: &'static str, err: serde_json::Error) -> Self {
+        StoreError::Backend(sqlx::Error::ColumnDecode { index: column.to_owned(), source: Box::new(err) })
+    }
 }
 
 impl From<sqlx::Error> for StoreError {

@@ -12,16 +12,40 @@
 
 mod error;
 mod model;
+mod model_checkpoints;
+mod model_experiments;
+mod model_logs;
+mod model_metrics;
+mod model_tasks;
+mod model_trials;
 mod sql;
+mod summary;
 
 pub use error::{StoreError, StoreResult};
 pub use model::{
     AuthenticatedSession, NewSession, NewUser, OrderDirection, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord, UserSort,
 };
+pub use model_checkpoints::{
+    CHECKPOINT_COMPLETED, CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, CheckpointSort, NewCheckpoint,
+};
+pub use model_experiments::{
+    DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID, ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, ExperimentSort,
+    NewExperiment, ProjectRecord,
+};
+pub use model_logs::{LogFilter, LogRecord, NewLogLine};
+pub use model_metrics::{BestValidation, MetricRecord, NewMetricReport, SearcherMetric, TRAINING_GROUP, VALIDATION_GROUP};
+pub use model_tasks::{
+    AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
+    TaskFilter, TaskRecord, TaskWithAllocations,
+};
+pub use model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
 pub use sql::{PostgresOptions, SqlStore};
+
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 
 /// Everything the master persists. Implementations must be safe to share across tasks.
 #[async_trait]
@@ -54,6 +78,114 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_session(&self, id: i64) -> StoreResult<()>;
     /// Removes sessions that expired before `now`; returns how many.
     async fn delete_expired_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64>;
+
+    // ---- workspaces and projects ----
+
+    async fn project_by_id(&self, id: i32) -> StoreResult<ProjectRecord>;
+    async fn project_by_names(&self, workspace: &str, project: &str) -> StoreResult<ProjectRecord>;
+
+    // ---- experiments ----
+    // State changes write `end_time` as given: a terminal state sets it, any other clears it.
+
+    /// `NotFound` names the missing project, owner or parent experiment.
+    async fn create_experiment(&self, experiment: NewExperiment) -> StoreResult<ExperimentRecord>;
+    async fn experiment_by_id(&self, id: i32) -> StoreResult<ExperimentRecord>;
+    /// The model definition as stored (tar.gz bytes).
+    async fn experiment_model_definition(&self, id: i32) -> StoreResult<Vec<u8>>;
+    async fn list_experiments(&self, filter: &ExperimentFilter) -> StoreResult<ExperimentPage>;
+    /// Writes the state unconditionally; the caller has checked the transition.
+    async fn update_experiment_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()>;
+    /// Compare-and-set: moves to `to` only from one of `from`; returns whether it did.
+    async fn update_experiment_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool>;
+    async fn set_experiment_archived(&self, id: i32, archived: bool) -> StoreResult<()>;
+    async fn set_experiment_labels(&self, id: i32, labels: &[String]) -> StoreResult<()>;
+    async fn patch_experiment(&self, id: i32, patch: &ExperimentPatch) -> StoreResult<ExperimentRecord>;
+    async fn save_searcher_snapshot(&self, id: i32, snapshot: &Value) -> StoreResult<()>;
+    /// The last saved searcher snapshot, if any.
+    async fn searcher_snapshot(&self, id: i32) -> StoreResult<Option<Value>>;
+    async fn set_experiment_progress(&self, id: i32, progress: Option<f64>) -> StoreResult<()>;
+    async fn set_experiment_end_reason(&self, id: i32, reason: Option<&str>) -> StoreResult<()>;
+    /// Deletes the experiment with its trials, metrics, checkpoint rows, and its trials' tasks,
+    /// allocations and logs, in one transaction.
+    async fn delete_experiment(&self, id: i32) -> StoreResult<()>;
+
+    // ---- trials ----
+
+    /// `Conflict` on a reused request id (per experiment) or task id.
+    async fn create_trial(&self, trial: NewTrial) -> StoreResult<TrialRecord>;
+    async fn trial_by_id(&self, id: i32) -> StoreResult<TrialRecord>;
+    async fn trial_by_task_id(&self, task_id: &str) -> StoreResult<TrialRecord>;
+    async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage>;
+    async fn update_trial_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()>;
+    /// Compare-and-set: moves to `to` only from one of `from`; returns whether it did.
+    async fn update_trial_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool>;
+    /// A failed run is replaced: `restarts` and `run_id` both go up by one.
+    async fn record_trial_restart(&self, id: i32) -> StoreResult<TrialRecord>;
+    /// A new run that is not a failure (resume after pause or preemption): `run_id` + 1.
+    async fn advance_trial_run(&self, id: i32) -> StoreResult<TrialRecord>;
+    async fn set_trial_runner_state(&self, id: i32, runner_state: &str) -> StoreResult<()>;
+    async fn set_trial_progress(&self, id: i32, progress: Option<f64>) -> StoreResult<()>;
+    async fn set_trial_end_reason(&self, id: i32, reason: Option<&str>) -> StoreResult<()>;
+
+    // ---- metrics ----
+
+    /// Inserts the reports in one transaction, applying the restart rollback rule per trial,
+    /// group and run, and updating each trial's `summary_metrics`, `total_batches` and
+    /// `best_validation`. `NotFound` (and nothing written) when a trial does not exist.
+    async fn insert_metrics(&self, reports: &[NewMetricReport]) -> StoreResult<()>;
+    /// Archives the trial's live metrics (of `group`, or all) from runs before `run_id` with
+    /// more than `steps_completed` steps, as when a run restores a checkpoint; returns how many.
+    async fn archive_metrics_after(&self, trial_id: i32, run_id: i32, steps_completed: i64, group: Option<&str>) -> StoreResult<u64>;
+    /// The trial's reports (of `group`, or all) by steps completed.
+    async fn metrics_for_trial(&self, trial_id: i32, group: Option<&str>, include_archived: bool) -> StoreResult<Vec<MetricRecord>>;
+    /// The live validation report with the most steps.
+    async fn latest_validation(&self, trial_id: i32) -> StoreResult<Option<MetricRecord>>;
+    /// The best live validation value of `metric_name` across the experiment's trials.
+    async fn best_validation_for_experiment(
+        &self,
+        experiment_id: i32,
+        metric_name: &str,
+        smaller_is_better: bool,
+    ) -> StoreResult<Option<BestValidation>>;
+
+    // ---- checkpoints ----
+
+    /// Records a checkpoint (a repeated uuid replaces the earlier report) and, when completed,
+    /// makes it its trial's latest unless that one has more steps.
+    async fn report_checkpoint(&self, checkpoint: NewCheckpoint) -> StoreResult<CheckpointRecord>;
+    /// `report_checkpoint` for many, in one transaction: all or nothing. `Conflict` when the
+    /// batch repeats a uuid; `NotFound` when a trial or experiment does not exist.
+    async fn report_checkpoints(&self, checkpoints: &[NewCheckpoint]) -> StoreResult<()>;
+    async fn checkpoint_by_uuid(&self, uuid: &str) -> StoreResult<CheckpointRecord>;
+    async fn list_checkpoints(&self, filter: &CheckpointFilter) -> StoreResult<CheckpointPage>;
+    /// Sets the state of every listed checkpoint that exists; returns how many.
+    async fn set_checkpoints_state(&self, uuids: &[String], state: &str) -> StoreResult<u64>;
+    /// After files were deleted from storage: the remaining resources (size follows) and state.
+    async fn set_checkpoint_resources(&self, uuid: &str, resources: &BTreeMap<String, i64>, state: &str) -> StoreResult<()>;
+    /// The completed checkpoints of the experiment that `policy` does not keep, by uuid.
+    async fn checkpoints_to_gc(&self, experiment_id: i32, policy: &CheckpointGcPolicy) -> StoreResult<Vec<String>>;
+
+    // ---- task logs ----
+
+    /// Appends the lines in one transaction.
+    async fn insert_logs(&self, lines: &[NewLogLine]) -> StoreResult<()>;
+    async fn task_logs(&self, task_id: &str, filter: &LogFilter) -> StoreResult<Vec<LogRecord>>;
+
+    // ---- tasks and allocations ----
+
+    async fn create_task(&self, task: NewTask) -> StoreResult<TaskRecord>;
+    async fn task_by_id(&self, task_id: &str) -> StoreResult<TaskWithAllocations>;
+    /// Tasks by start time, each with its allocations.
+    async fn list_tasks(&self, filter: &TaskFilter) -> StoreResult<Vec<TaskWithAllocations>>;
+    async fn end_task(&self, task_id: &str, end_time: DateTime<Utc>) -> StoreResult<()>;
+    async fn create_allocation(&self, allocation: NewAllocation) -> StoreResult<AllocationRecord>;
+    async fn allocation_by_id(&self, allocation_id: &str) -> StoreResult<AllocationRecord>;
+    async fn update_allocation(&self, allocation_id: &str, patch: &AllocationPatch) -> StoreResult<AllocationRecord>;
+    async fn create_allocation_session(&self, session: NewAllocationSession) -> StoreResult<AllocationSessionRecord>;
+    /// The session with this token hash, with its allocation and task, if any.
+    async fn allocation_session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<AuthenticatedAllocation>>;
+    /// Revokes every token of the allocation (when it ends); returns how many.
+    async fn delete_allocation_sessions(&self, allocation_id: &str) -> StoreResult<u64>;
 }
 
 /// The current time at the precision both backends keep (microseconds), so a value written and

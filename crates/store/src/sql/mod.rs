@@ -4,10 +4,18 @@
 //! `ON CONFLICT`), and run against whichever pool the store holds via [`on_pool!`]. Only the
 //! schema differs per dialect (`migrations/sqlite`, `migrations/postgres`).
 
+pub(crate) mod args;
+mod checkpoints;
 mod cluster;
+mod experiments;
+mod metrics;
 mod sessions;
 mod store_impl;
+mod task_logs;
+mod tasks;
+mod trials;
 mod users;
+mod workspaces;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -17,6 +25,16 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::error::{StoreError, StoreResult};
+
+/// Parses a JSON column; a document that does not parse is a backend fault.
+pub(crate) fn parse_json(column: &'static str, text: &str) -> StoreResult<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| StoreError::corrupt(column, e))
+}
+
+/// `NotFound` unless an `UPDATE`/`DELETE` by primary key touched its row.
+pub(crate) fn expect_row(rows_affected: u64, entity: &'static str, key: impl ToString) -> StoreResult<()> {
+    if rows_affected == 0 { Err(StoreError::not_found(entity, key)) } else { Ok(()) }
+}
 
 /// Runs `$body` with `$pool` bound to the concrete pool, so one query text serves both backends.
 macro_rules! on_pool {

@@ -1,12 +1,24 @@
 //! Wires the per-concept query modules into the [`Store`] trait.
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 
 use super::{Pool, SqlStore};
 use crate::Store;
 use crate::error::StoreResult;
 use crate::model::{AuthenticatedSession, NewSession, NewUser, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord};
+use crate::model_checkpoints::{CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, NewCheckpoint};
+use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment, ProjectRecord};
+use crate::model_logs::{LogFilter, LogRecord, NewLogLine};
+use crate::model_metrics::{BestValidation, MetricRecord, NewMetricReport};
+use crate::model_tasks::{
+    AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
+    TaskFilter, TaskRecord, TaskWithAllocations,
+};
+use crate::model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord};
 
 #[async_trait]
 impl Store for SqlStore {
@@ -64,5 +76,216 @@ impl Store for SqlStore {
 
     async fn delete_expired_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64> {
         self.delete_expired_sessions_impl(now).await
+    }
+
+    async fn project_by_id(&self, id: i32) -> StoreResult<ProjectRecord> {
+        self.project_by_id_impl(id).await
+    }
+
+    async fn project_by_names(&self, workspace: &str, project: &str) -> StoreResult<ProjectRecord> {
+        self.project_by_names_impl(workspace, project).await
+    }
+
+    async fn create_experiment(&self, experiment: NewExperiment) -> StoreResult<ExperimentRecord> {
+        self.create_experiment_impl(experiment).await
+    }
+
+    async fn experiment_by_id(&self, id: i32) -> StoreResult<ExperimentRecord> {
+        self.experiment_by_id_impl(id).await
+    }
+
+    async fn experiment_model_definition(&self, id: i32) -> StoreResult<Vec<u8>> {
+        self.experiment_model_definition_impl(id).await
+    }
+
+    async fn list_experiments(&self, filter: &ExperimentFilter) -> StoreResult<ExperimentPage> {
+        self.list_experiments_impl(filter).await
+    }
+
+    async fn update_experiment_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()> {
+        self.update_experiment_state_impl(id, state, end_time).await
+    }
+
+    async fn update_experiment_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool> {
+        self.update_experiment_state_if_impl(id, from, to, end_time).await
+    }
+
+    async fn set_experiment_archived(&self, id: i32, archived: bool) -> StoreResult<()> {
+        self.set_experiment_archived_impl(id, archived).await
+    }
+
+    async fn set_experiment_labels(&self, id: i32, labels: &[String]) -> StoreResult<()> {
+        self.set_experiment_labels_impl(id, labels).await
+    }
+
+    async fn patch_experiment(&self, id: i32, patch: &ExperimentPatch) -> StoreResult<ExperimentRecord> {
+        self.patch_experiment_impl(id, patch).await
+    }
+
+    async fn save_searcher_snapshot(&self, id: i32, snapshot: &Value) -> StoreResult<()> {
+        self.save_searcher_snapshot_impl(id, snapshot).await
+    }
+
+    async fn searcher_snapshot(&self, id: i32) -> StoreResult<Option<Value>> {
+        self.searcher_snapshot_impl(id).await
+    }
+
+    async fn set_experiment_progress(&self, id: i32, progress: Option<f64>) -> StoreResult<()> {
+        self.set_experiment_progress_impl(id, progress).await
+    }
+
+    async fn set_experiment_end_reason(&self, id: i32, reason: Option<&str>) -> StoreResult<()> {
+        self.set_experiment_end_reason_impl(id, reason).await
+    }
+
+    async fn delete_experiment(&self, id: i32) -> StoreResult<()> {
+        self.delete_experiment_impl(id).await
+    }
+
+    async fn create_trial(&self, trial: NewTrial) -> StoreResult<TrialRecord> {
+        self.create_trial_impl(trial).await
+    }
+
+    async fn trial_by_id(&self, id: i32) -> StoreResult<TrialRecord> {
+        self.trial_by_id_impl(id).await
+    }
+
+    async fn trial_by_task_id(&self, task_id: &str) -> StoreResult<TrialRecord> {
+        self.trial_by_task_id_impl(task_id).await
+    }
+
+    async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage> {
+        self.list_trials_impl(filter).await
+    }
+
+    async fn update_trial_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()> {
+        self.update_trial_state_impl(id, state, end_time).await
+    }
+
+    async fn update_trial_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool> {
+        self.update_trial_state_if_impl(id, from, to, end_time).await
+    }
+
+    async fn record_trial_restart(&self, id: i32) -> StoreResult<TrialRecord> {
+        self.record_trial_restart_impl(id).await
+    }
+
+    async fn advance_trial_run(&self, id: i32) -> StoreResult<TrialRecord> {
+        self.advance_trial_run_impl(id).await
+    }
+
+    async fn set_trial_runner_state(&self, id: i32, runner_state: &str) -> StoreResult<()> {
+        self.set_trial_runner_state_impl(id, runner_state).await
+    }
+
+    async fn set_trial_progress(&self, id: i32, progress: Option<f64>) -> StoreResult<()> {
+        self.set_trial_progress_impl(id, progress).await
+    }
+
+    async fn set_trial_end_reason(&self, id: i32, reason: Option<&str>) -> StoreResult<()> {
+        self.set_trial_end_reason_impl(id, reason).await
+    }
+
+    async fn insert_metrics(&self, reports: &[NewMetricReport]) -> StoreResult<()> {
+        self.insert_metrics_impl(reports).await
+    }
+
+    async fn archive_metrics_after(&self, trial_id: i32, run_id: i32, steps_completed: i64, group: Option<&str>) -> StoreResult<u64> {
+        self.archive_metrics_after_impl(trial_id, run_id, steps_completed, group).await
+    }
+
+    async fn metrics_for_trial(&self, trial_id: i32, group: Option<&str>, include_archived: bool) -> StoreResult<Vec<MetricRecord>> {
+        self.metrics_for_trial_impl(trial_id, group, include_archived).await
+    }
+
+    async fn latest_validation(&self, trial_id: i32) -> StoreResult<Option<MetricRecord>> {
+        self.latest_validation_impl(trial_id).await
+    }
+
+    async fn best_validation_for_experiment(
+        &self,
+        experiment_id: i32,
+        metric_name: &str,
+        smaller_is_better: bool,
+    ) -> StoreResult<Option<BestValidation>> {
+        self.best_validation_for_experiment_impl(experiment_id, metric_name, smaller_is_better).await
+    }
+
+    async fn report_checkpoint(&self, checkpoint: NewCheckpoint) -> StoreResult<CheckpointRecord> {
+        let uuid = checkpoint.uuid.clone();
+        self.report_checkpoints_impl(std::slice::from_ref(&checkpoint)).await?;
+        self.checkpoint_by_uuid_impl(&uuid).await
+    }
+
+    async fn report_checkpoints(&self, checkpoints: &[NewCheckpoint]) -> StoreResult<()> {
+        self.report_checkpoints_impl(checkpoints).await
+    }
+
+    async fn checkpoint_by_uuid(&self, uuid: &str) -> StoreResult<CheckpointRecord> {
+        self.checkpoint_by_uuid_impl(uuid).await
+    }
+
+    async fn list_checkpoints(&self, filter: &CheckpointFilter) -> StoreResult<CheckpointPage> {
+        self.list_checkpoints_impl(filter).await
+    }
+
+    async fn set_checkpoints_state(&self, uuids: &[String], state: &str) -> StoreResult<u64> {
+        self.set_checkpoints_state_impl(uuids, state).await
+    }
+
+    async fn set_checkpoint_resources(&self, uuid: &str, resources: &BTreeMap<String, i64>, state: &str) -> StoreResult<()> {
+        self.set_checkpoint_resources_impl(uuid, resources, state).await
+    }
+
+    async fn checkpoints_to_gc(&self, experiment_id: i32, policy: &CheckpointGcPolicy) -> StoreResult<Vec<String>> {
+        self.checkpoints_to_gc_impl(experiment_id, policy).await
+    }
+
+    async fn insert_logs(&self, lines: &[NewLogLine]) -> StoreResult<()> {
+        self.insert_logs_impl(lines).await
+    }
+
+    async fn task_logs(&self, task_id: &str, filter: &LogFilter) -> StoreResult<Vec<LogRecord>> {
+        self.task_logs_impl(task_id, filter).await
+    }
+
+    async fn create_task(&self, task: NewTask) -> StoreResult<TaskRecord> {
+        self.create_task_impl(task).await
+    }
+
+    async fn task_by_id(&self, task_id: &str) -> StoreResult<TaskWithAllocations> {
+        self.task_by_id_impl(task_id).await
+    }
+
+    async fn list_tasks(&self, filter: &TaskFilter) -> StoreResult<Vec<TaskWithAllocations>> {
+        self.list_tasks_impl(filter).await
+    }
+
+    async fn end_task(&self, task_id: &str, end_time: DateTime<Utc>) -> StoreResult<()> {
+        self.end_task_impl(task_id, end_time).await
+    }
+
+    async fn create_allocation(&self, allocation: NewAllocation) -> StoreResult<AllocationRecord> {
+        self.create_allocation_impl(allocation).await
+    }
+
+    async fn allocation_by_id(&self, allocation_id: &str) -> StoreResult<AllocationRecord> {
+        self.allocation_by_id_impl(allocation_id).await
+    }
+
+    async fn update_allocation(&self, allocation_id: &str, patch: &AllocationPatch) -> StoreResult<AllocationRecord> {
+        self.update_allocation_impl(allocation_id, patch).await
+    }
+
+    async fn create_allocation_session(&self, session: NewAllocationSession) -> StoreResult<AllocationSessionRecord> {
+        self.create_allocation_session_impl(session).await
+    }
+
+    async fn allocation_session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<AuthenticatedAllocation>> {
+        self.allocation_session_by_token_hash_impl(token_hash).await
+    }
+
+    async fn delete_allocation_sessions(&self, allocation_id: &str) -> StoreResult<u64> {
+        self.delete_allocation_sessions_impl(allocation_id).await
     }
 }

@@ -3,8 +3,16 @@
 //! every test creates its own database). Without it they are skipped, unless
 //! `RESOLUTE_REQUIRE_POSTGRES=1`, which CI sets so a missing server fails loudly.
 
+mod bench;
+mod checkpoints;
+mod experiments;
+mod fixtures;
 mod harness;
+mod logs;
+mod metrics;
 mod sessions;
+mod tasks;
+mod trials;
 mod users;
 
 use resolute_store::Store;
@@ -21,6 +29,33 @@ harness::conformance!(users::record_login_sets_last_auth);
 harness::conformance!(sessions::create_lookup_delete);
 harness::conformance!(sessions::expired_sessions_are_purged);
 harness::conformance!(cluster_id_is_stable);
+harness::conformance!(experiments::default_project_exists);
+harness::conformance!(experiments::create_and_fetch_experiment);
+harness::conformance!(experiments::list_experiments_filters_sorts_and_pages);
+harness::conformance!(experiments::label_filter_matches_whole_labels);
+harness::conformance!(experiments::experiment_state_compare_and_set);
+harness::conformance!(experiments::archive_labels_patch_and_progress);
+harness::conformance!(experiments::delete_cascades);
+harness::conformance!(trials::create_and_fetch_trial);
+harness::conformance!(trials::restart_counters);
+harness::conformance!(trials::state_and_runner_updates);
+harness::conformance!(trials::list_trials_filters_sorts_and_pages);
+harness::conformance!(metrics::batch_insert_updates_summary);
+harness::conformance!(metrics::large_batch_spans_statements);
+harness::conformance!(metrics::restart_rollback_archives_superseded_rows);
+harness::conformance!(metrics::report_of_later_run_applies_rollback_rule);
+harness::conformance!(metrics::best_validation_across_experiment);
+harness::conformance!(metrics::failing_metrics_batch_writes_nothing);
+harness::conformance!(checkpoints::report_is_idempotent_and_tracks_latest);
+harness::conformance!(checkpoints::state_and_resources_updates);
+harness::conformance!(checkpoints::list_sorts_searcher_metric_nulls_last);
+harness::conformance!(checkpoints::gc_policy_selects_upstream_victims);
+harness::conformance!(checkpoints::failing_checkpoint_batch_writes_nothing);
+harness::conformance!(logs::batch_insert_and_follow);
+harness::conformance!(logs::every_filter_selects_matching_lines);
+harness::conformance!(tasks::create_get_and_list);
+harness::conformance!(tasks::allocation_updates);
+harness::conformance!(tasks::allocation_token_lookup);
 
 async fn cluster_id_is_stable(store: &dyn Store) {
     let first = store.cluster_id().await.unwrap();

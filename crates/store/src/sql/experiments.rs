@@ -1,0 +1,316 @@
+//! Experiments: creation, lookup, listing and the single-column updates the master makes as an
+//! experiment runs. Deleting one removes its trials (with their metrics and checkpoints) through
+//! foreign-key cascades, and its trials' tasks and logs explicitly.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::AssertSqlSafe;
+
+use super::args::{Args, Conditions, bind_args, contains_pattern, direction, escape_like};
+use super::{SqlStore, expect_row, on_pool, parse_json};
+use crate::error::{StoreError, StoreResult};
+use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, ExperimentSort, NewExperiment};
+
+const EXPERIMENT_SELECT: &str = "SELECT e.id, e.name, e.description, e.notes, e.state, e.owner_id, u.username AS owner_username, \
+     e.project_id, p.workspace_id, e.config, e.original_config, e.archived, e.labels, e.parent_id, e.start_time, e.end_time, \
+     e.progress, e.job_id, e.unmanaged, e.end_reason \
+     FROM experiments e JOIN users u ON u.id = e.owner_id JOIN projects p ON p.id = e.project_id";
+
+const EXPERIMENT_FROM: &str = "FROM experiments e JOIN users u ON u.id = e.owner_id";
+
+#[derive(sqlx::FromRow)]
+struct ExperimentRow {
+    id: i32,
+    name: String,
+    description: String,
+    notes: String,
+    state: String,
+    owner_id: i32,
+    owner_username: String,
+    project_id: i32,
+    workspace_id: i32,
+    config: String,
+    original_config: String,
+    archived: bool,
+    labels: String,
+    parent_id: Option<i32>,
+    start_time: DateTime<Utc>,
+    end_time: Option<DateTime<Utc>>,
+    progress: Option<f64>,
+    job_id: String,
+    unmanaged: bool,
+    end_reason: Option<String>,
+}
+
+impl ExperimentRow {
+    fn into_record(self) -> StoreResult<ExperimentRecord> {
+        let labels = serde_json::from_str(&self.labels).map_err(|e| StoreError::corrupt("labels", e))?;
+        Ok(ExperimentRecord {
+            id: self.id,
+            name: self.name,
+            description: self.description,
+            notes: self.notes,
+            state: self.state,
+            owner_id: self.owner_id,
+            owner_username: self.owner_username,
+            project_id: self.project_id,
+            workspace_id: self.workspace_id,
+            config: parse_json("config", &self.config)?,
+            original_config: self.original_config,
+            archived: self.archived,
+            labels,
+            parent_id: self.parent_id,
+            start_time: self.start_time,
+            end_time: self.end_time,
+            progress: self.progress,
+            job_id: self.job_id,
+            unmanaged: self.unmanaged,
+            end_reason: self.end_reason,
+        })
+    }
+}
+
+fn labels_text(labels: &[String]) -> String {
+    Value::from(labels.to_vec()).to_string()
+}
+
+impl SqlStore {
+    pub(crate) async fn create_experiment_impl(&self, e: NewExperiment) -> StoreResult<ExperimentRecord> {
+        const SQL: &str = "INSERT INTO experiments (name, description, notes, state, owner_id, project_id, config, \
+             original_config, model_definition, labels, parent_id, start_time, job_id, unmanaged) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id";
+        let inserted = on_pool!(self, pool => {
+            sqlx::query_scalar::<_, i32>(SQL)
+                .bind(&e.name)
+                .bind(&e.description)
+                .bind(&e.notes)
+                .bind(&e.state)
+                .bind(e.owner_id)
+                .bind(e.project_id)
+                .bind(e.config.to_string())
+                .bind(&e.original_config)
+                .bind(&e.model_definition)
+                .bind(labels_text(&e.labels))
+                .bind(e.parent_id)
+                .bind(e.start_time)
+                .bind(&e.job_id)
+                .bind(e.unmanaged)
+                .fetch_one(pool)
+                .await
+        });
+        match inserted {
+            Ok(id) => self.experiment_by_id_impl(id).await,
+            Err(sqlx::Error::Database(db)) if db.is_foreign_key_violation() => Err(self.missing_experiment_parent(&e).await),
+            Err(err) => Err(StoreError::from_write("experiment", &e.name, err)),
+        }
+    }
+
+    /// Names the referenced row that made a create fail (only on that error path).
+    async fn missing_experiment_parent(&self, e: &NewExperiment) -> StoreError {
+        if let Err(err) = self.project_by_id_impl(e.project_id).await {
+            return err;
+        }
+        if let Err(err) = self.user_by_id_impl(e.owner_id).await {
+            return err;
+        }
+        StoreError::not_found("experiment", e.parent_id.map_or_else(String::new, |p| p.to_string()))
+    }
+
+    pub(crate) async fn experiment_by_id_impl(&self, id: i32) -> StoreResult<ExperimentRecord> {
+        let sql = format!("{EXPERIMENT_SELECT} WHERE e.id = $1");
+        let found = on_pool!(self, pool => {
+            sqlx::query_as::<_, ExperimentRow>(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(pool).await?
+        });
+        found.ok_or_else(|| StoreError::not_found("experiment", id))?.into_record()
+    }
+
+    pub(crate) async fn experiment_model_definition_impl(&self, id: i32) -> StoreResult<Vec<u8>> {
+        let found = on_pool!(self, pool => {
+            sqlx::query_scalar::<_, Vec<u8>>("SELECT model_definition FROM experiments WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
+        });
+        found.ok_or_else(|| StoreError::not_found("experiment", id))
+    }
+
+    pub(crate) async fn list_experiments_impl(&self, filter: &ExperimentFilter) -> StoreResult<ExperimentPage> {
+        let mut args = Args::default();
+        let mut cond = Conditions::default();
+        if let Some(archived) = filter.archived {
+            cond.and(format!("e.archived = {}", args.push(archived)));
+        }
+        cond.and_in(&mut args, "e.owner_id", &filter.owner_ids);
+        cond.and_in(&mut args, "e.state", &filter.states);
+        if let Some(name) = &filter.name {
+            let pattern = contains_pattern(&name.to_lowercase());
+            cond.and(format!("LOWER(e.name) LIKE {} ESCAPE '\\'", args.push(pattern)));
+        }
+        for label in &filter.labels {
+            // `labels` is a compact JSON array written by this module: turning `["a","b"]` into
+            // `,"a","b",` makes `,"<label>",` match exactly one whole element (inside a JSON
+            // string every `"` is escaped, so `,"` only starts an element).
+            let pattern = format!("%,{},%", escape_like(&Value::from(label.as_str()).to_string()));
+            cond.and(format!("(',' || SUBSTR(e.labels, 2, LENGTH(e.labels) - 2) || ',') LIKE {} ESCAPE '\\'", args.push(pattern)));
+        }
+        if let Some(project_id) = filter.project_id {
+            cond.and(format!("e.project_id = {}", args.push(project_id)));
+        }
+        let where_sql = cond.sql();
+        let count_sql = format!("SELECT COUNT(*) {EXPERIMENT_FROM} WHERE {where_sql}");
+        let count_args = args.clone();
+        let order = order_clause(filter.sort, direction(filter.order));
+        let limit = args.push(filter.limit.unwrap_or(i64::MAX));
+        let offset = args.push(filter.offset);
+        let list_sql = format!("{EXPERIMENT_SELECT} WHERE {where_sql} ORDER BY {order} LIMIT {limit} OFFSET {offset}");
+        let (rows, total) = on_pool!(self, pool => {
+            let rows = bind_args!(sqlx::query_as::<_, ExperimentRow>(AssertSqlSafe(list_sql.as_str())), args).fetch_all(pool).await?;
+            let total: i64 = bind_args!(sqlx::query_scalar(AssertSqlSafe(count_sql.as_str())), count_args).fetch_one(pool).await?;
+            (rows, total)
+        });
+        let experiments = rows.into_iter().map(ExperimentRow::into_record).collect::<StoreResult<_>>()?;
+        Ok(ExperimentPage { experiments, total })
+    }
+
+    pub(crate) async fn update_experiment_state_impl(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()> {
+        let done = on_pool!(self, pool => {
+            sqlx::query("UPDATE experiments SET state = $2, end_time = $3 WHERE id = $1")
+                .bind(id)
+                .bind(state)
+                .bind(end_time)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        expect_row(done, "experiment", id)
+    }
+
+    pub(crate) async fn update_experiment_state_if_impl(
+        &self,
+        id: i32,
+        from: &[&str],
+        to: &str,
+        end_time: Option<DateTime<Utc>>,
+    ) -> StoreResult<bool> {
+        let mut args = Args::default();
+        args.push(id);
+        args.push(to);
+        args.push(end_time);
+        let mut cond = Conditions::default();
+        cond.and("id = $1");
+        // An empty `from` matches nothing (IN () is not SQL).
+        cond.and(if from.is_empty() { "FALSE".to_owned() } else { format!("state IN ({})", args.push_list(from.iter().copied())) });
+        let sql = format!("UPDATE experiments SET state = $2, end_time = $3 WHERE {}", cond.sql());
+        let done = on_pool!(self, pool => {
+            bind_args!(sqlx::query(AssertSqlSafe(sql.as_str())), args).execute(pool).await?.rows_affected()
+        });
+        if done == 0 {
+            // Tell "not in a `from` state" apart from "no such experiment".
+            self.experiment_exists(id).await?;
+        }
+        Ok(done > 0)
+    }
+
+    async fn experiment_exists(&self, id: i32) -> StoreResult<()> {
+        let found = on_pool!(self, pool => {
+            sqlx::query_scalar::<_, i32>("SELECT id FROM experiments WHERE id = $1").bind(id).fetch_optional(pool).await?
+        });
+        found.map(|_| ()).ok_or_else(|| StoreError::not_found("experiment", id))
+    }
+
+    pub(crate) async fn set_experiment_archived_impl(&self, id: i32, archived: bool) -> StoreResult<()> {
+        let done = on_pool!(self, pool => {
+            sqlx::query("UPDATE experiments SET archived = $2 WHERE id = $1").bind(id).bind(archived).execute(pool).await?.rows_affected()
+        });
+        expect_row(done, "experiment", id)
+    }
+
+    pub(crate) async fn set_experiment_labels_impl(&self, id: i32, labels: &[String]) -> StoreResult<()> {
+        let text = labels_text(labels);
+        let done = on_pool!(self, pool => {
+            sqlx::query("UPDATE experiments SET labels = $2 WHERE id = $1").bind(id).bind(&text).execute(pool).await?.rows_affected()
+        });
+        expect_row(done, "experiment", id)
+    }
+
+    pub(crate) async fn patch_experiment_impl(&self, id: i32, patch: &ExperimentPatch) -> StoreResult<ExperimentRecord> {
+        let done = on_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE experiments SET name = COALESCE($2, name), description = COALESCE($3, description), \
+                 notes = COALESCE($4, notes) WHERE id = $1",
+            )
+            .bind(id)
+            .bind(&patch.name)
+            .bind(&patch.description)
+            .bind(&patch.notes)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        expect_row(done, "experiment", id)?;
+        self.experiment_by_id_impl(id).await
+    }
+
+    pub(crate) async fn save_searcher_snapshot_impl(&self, id: i32, snapshot: &Value) -> StoreResult<()> {
+        let text = snapshot.to_string();
+        let done = on_pool!(self, pool => {
+            sqlx::query("UPDATE experiments SET searcher_snapshot = $2 WHERE id = $1").bind(id).bind(&text).execute(pool).await?.rows_affected()
+        });
+        expect_row(done, "experiment", id)
+    }
+
+    pub(crate) async fn searcher_snapshot_impl(&self, id: i32) -> StoreResult<Option<Value>> {
+        let found = on_pool!(self, pool => {
+            sqlx::query_scalar::<_, Option<String>>("SELECT searcher_snapshot FROM experiments WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
+        });
+        let text = found.ok_or_else(|| StoreError::not_found("experiment", id))?;
+        text.map(|t| parse_json("searcher_snapshot", &t)).transpose()
+    }
+
+    pub(crate) async fn set_experiment_progress_impl(&self, id: i32, progress: Option<f64>) -> StoreResult<()> {
+        let done = on_pool!(self, pool => {
+            sqlx::query("UPDATE experiments SET progress = $2 WHERE id = $1").bind(id).bind(progress).execute(pool).await?.rows_affected()
+        });
+        expect_row(done, "experiment", id)
+    }
+
+    pub(crate) async fn set_experiment_end_reason_impl(&self, id: i32, reason: Option<&str>) -> StoreResult<()> {
+        let done = on_pool!(self, pool => {
+            sqlx::query("UPDATE experiments SET end_reason = $2 WHERE id = $1").bind(id).bind(reason).execute(pool).await?.rows_affected()
+        });
+        expect_row(done, "experiment", id)
+    }
+
+    pub(crate) async fn delete_experiment_impl(&self, id: i32) -> StoreResult<()> {
+        const TRIAL_TASKS: &str = "SELECT task_id FROM trials WHERE experiment_id = $1";
+        let delete_logs = format!("DELETE FROM task_logs WHERE task_id IN ({TRIAL_TASKS})");
+        let delete_tasks = format!("DELETE FROM tasks WHERE task_id IN ({TRIAL_TASKS})");
+        let done = on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query(AssertSqlSafe(delete_logs.as_str())).bind(id).execute(&mut *tx).await?;
+            sqlx::query(AssertSqlSafe(delete_tasks.as_str())).bind(id).execute(&mut *tx).await?;
+            // Trials, metrics and checkpoints follow by ON DELETE CASCADE.
+            let done = sqlx::query("DELETE FROM experiments WHERE id = $1").bind(id).execute(&mut *tx).await?.rows_affected();
+            tx.commit().await?;
+            done
+        });
+        expect_row(done, "experiment", id)
+    }
+}
+
+fn order_clause(sort: ExperimentSort, dir: &str) -> String {
+    let column = match sort {
+        ExperimentSort::Id => "e.id",
+        ExperimentSort::Name => "LOWER(e.name)",
+        ExperimentSort::StartTime => "e.start_time",
+        ExperimentSort::EndTime => "e.end_time",
+        ExperimentSort::State => "e.state",
+        ExperimentSort::Progress => "e.progress",
+        ExperimentSort::Owner => "LOWER(u.username)",
+    };
+    // Explicit NULLS LAST: the dialects' defaults differ. id breaks ties so pages never overlap.
+    format!("{column} {dir} NULLS LAST, e.id {dir}")
+}
