@@ -6,10 +6,16 @@
 //! every non-`optional` field always emitted. This crate has no I/O; both the master (serialising)
 //! and the `det` CLI (parsing) depend on it, so the two cannot drift apart.
 
+pub mod checkpoints;
 pub mod error;
+pub mod experiments;
+pub mod files;
+pub mod int64;
 pub mod master;
 pub mod pagination;
+pub mod trials;
 pub mod users;
+mod wire_enum;
 
 /// The upstream release whose wire contract we implement. Reported by `/info` so the upstream CLI's
 /// version check stays silent.

@@ -68,6 +68,11 @@ impl Master {
         Ok(Master { listener, state, store })
     }
 
+    /// The store this master writes, for tools and tests that seed or inspect it directly.
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use resolute_store::Store;
 
 use crate::config::MasterConfig;
-use crate::services::{AuthService, SessionCache, UserService};
+use crate::services::{AuthService, ExperimentService, SessionCache, UserService};
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
 #[derive(Clone, Debug)]
@@ -23,17 +23,20 @@ pub struct AppState {
     pub config: Arc<MasterConfig>,
     pub auth: AuthService,
     pub users: UserService,
+    pub experiments: ExperimentService,
 }
 
 impl AppState {
     pub fn new(store: Arc<dyn Store>, config: MasterConfig, identity: Identity) -> AppState {
         let lifespan = chrono::TimeDelta::days(i64::from(config.security.token.default_lifespan_days));
         let sessions = Arc::new(SessionCache::default());
+        let experiments = ExperimentService::new(store.clone(), config.checkpoint_storage.clone(), &config.data_dir());
         AppState {
             identity: Arc::new(identity),
-            config: Arc::new(config),
             auth: AuthService::new(store.clone(), sessions.clone(), lifespan),
-            users: UserService::new(store, sessions),
+            users: UserService::new(store.clone(), sessions),
+            experiments,
+            config: Arc::new(config),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
 use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
@@ -15,14 +16,25 @@ use crate::state::AppState;
 /// upstream's gateway does not care either); an empty body reads as `{}`.
 pub struct JsonBody<T>(pub T);
 
+/// The body size limit in force for a route, set beside its `DefaultBodyLimit` so a 413 can say
+/// what the limit is.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyLimit(pub usize);
+
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let limit = req.extensions().get::<BodyLimit>().copied();
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             let status = rejection.status();
-            ApiError::new(resolute_api::error::ErrorCode::ResourceExhausted, format!("request body rejected: {}", rejection.body_text()))
-                .with_status(status)
+            let message = match limit {
+                Some(BodyLimit(bytes)) if status == StatusCode::PAYLOAD_TOO_LARGE => {
+                    format!("request body is larger than the limit of {} MiB", bytes / (1024 * 1024))
+                }
+                _ => format!("request body rejected: {}", rejection.body_text()),
+            };
+            ApiError::new(resolute_api::error::ErrorCode::ResourceExhausted, message).with_status(status)
         })?;
         let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { &bytes };
         let mut de = serde_json::Deserializer::from_slice(text);
@@ -37,7 +49,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     }
 }
 
-/// Query parameters, with parse failures reported as 400s.
+/// Query parameters, with parse failures reported as 400s. Repeated keys
+/// (`states=A&states=B`) fill list fields, as grpc-gateway reads them.
 pub struct QueryParams<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
@@ -45,7 +58,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or_default();
-        serde_urlencoded::from_str(query).map(QueryParams).map_err(|e| ApiError::invalid(format!("invalid query parameters: {e}")))
+        serde_html_form::from_str(query).map(QueryParams).map_err(|e| ApiError::invalid(format!("invalid query parameters: {e}")))
     }
 }
 

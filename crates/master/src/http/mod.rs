@@ -1,16 +1,24 @@
 //! The HTTP surface: a thin layer that parses requests, calls services and renders results.
 
 mod auth;
+mod experiment_items;
+mod experiment_wire;
+mod experiments;
 mod extract;
 mod info;
 mod openapi;
 mod users;
 
-use axum::Router;
+use std::convert::Infallible;
+
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
+use axum::{Extension, Router};
 use tower_http::catch_panic::CatchPanicLayer;
+
+use self::experiments::MAX_EXPERIMENT_BODY_BYTES;
+use self::extract::BodyLimit;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -30,11 +38,32 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/users/{user}", get(users::get).patch(users::patch))
         .route("/api/v1/users/{user}/by-username", get(users::get_by_name))
         .route("/api/v1/users/{user}/password", post(users::set_password))
+        .route(
+            "/api/v1/experiments",
+            get(experiments::list)
+                .post(experiments::create)
+                // Model definitions travel base64-encoded in the JSON body.
+                .layer::<_, Infallible>(DefaultBodyLimit::max(MAX_EXPERIMENT_BODY_BYTES))
+                .layer::<_, Infallible>(Extension(BodyLimit(MAX_EXPERIMENT_BODY_BYTES))),
+        )
+        .route("/api/v1/experiments/{id}", get(experiments::get).patch(experiments::patch).delete(experiments::delete))
+        .route("/api/v1/experiments/{id}/activate", post(experiments::activate))
+        .route("/api/v1/experiments/{id}/pause", post(experiments::pause))
+        .route("/api/v1/experiments/{id}/cancel", post(experiments::cancel))
+        .route("/api/v1/experiments/{id}/kill", post(experiments::kill))
+        .route("/api/v1/experiments/{id}/archive", post(experiments::archive))
+        .route("/api/v1/experiments/{id}/unarchive", post(experiments::unarchive))
+        .route("/api/v1/experiments/{id}/labels/{label}", put(experiments::put_label).delete(experiments::delete_label))
+        .route("/api/v1/experiments/{id}/trials", get(experiment_items::trials))
+        .route("/api/v1/experiments/{id}/checkpoints", get(experiment_items::checkpoints))
+        .route("/api/v1/experiments/{id}/model_def", get(experiment_items::model_def))
+        .route("/api/v1/trials/{id}", get(experiment_items::trial))
         .route("/api/v1/openapi.json", get(openapi::document))
         .route("/api/v1/api.swagger.json", get(openapi::document))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(Extension(BodyLimit(MAX_BODY_BYTES)))
         .layer(CatchPanicLayer::custom(|_| {
             tracing::error!("a request handler panicked");
             axum::response::IntoResponse::into_response(ApiError::internal())

@@ -1,6 +1,8 @@
 use std::str::FromStr;
+use std::sync::Arc;
 
 use resolute_master::{Master, MasterConfig};
+use resolute_store::Store;
 use serde_json::{Value, json};
 use sqlx::ConnectOptions;
 use sqlx::postgres::PgConnectOptions;
@@ -29,6 +31,8 @@ pub(crate) use api_test;
 pub struct TestMaster {
     pub base: String,
     pub http: reqwest::Client,
+    /// The master's own store, to seed what no endpoint creates yet (trials, checkpoints).
+    pub store: Arc<dyn Store>,
     _shutdown: oneshot::Sender<()>,
     _dir: tempfile::TempDir,
 }
@@ -70,11 +74,12 @@ impl TestMaster {
         }
         let master = Master::start(config).await.expect("master starts");
         let base = format!("http://127.0.0.1:{}", master.local_addr().port());
+        let store = master.store();
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(master.serve(async move {
             let _ = rx.await;
         }));
-        TestMaster { base, http: reqwest::Client::new(), _shutdown: tx, _dir: dir }
+        TestMaster { base, http: reqwest::Client::new(), store, _shutdown: tx, _dir: dir }
     }
 
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
@@ -99,6 +104,14 @@ impl TestMaster {
 
     pub async fn post_raw(&self, path: &str, token: Option<&str>, body: &str) -> Reply {
         self.send(auth(self.http.post(self.url(path)), token).body(body.to_owned())).await
+    }
+
+    pub async fn put(&self, path: &str, token: Option<&str>) -> Reply {
+        self.send(auth(self.http.put(self.url(path)), token)).await
+    }
+
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> Reply {
+        self.send(auth(self.http.delete(self.url(path)), token)).await
     }
 
     pub async fn patch(&self, path: &str, token: Option<&str>, body: Value) -> Reply {

@@ -23,7 +23,16 @@ pub async fn openapi_document_lists_endpoints(m: &TestMaster) {
     let r = m.get("/api/v1/openapi.json", None).await;
     assert_eq!(r.status, 200);
     let paths = r.body["paths"].as_object().expect("paths");
-    for p in ["/api/v1/auth/login", "/api/v1/users", "/api/v1/users/{userId}/password", "/info"] {
+    for p in [
+        "/api/v1/auth/login",
+        "/api/v1/users",
+        "/api/v1/users/{userId}/password",
+        "/info",
+        "/api/v1/experiments",
+        "/api/v1/experiments/{experimentId}/model_def",
+        "/api/v1/experiments/{id}/checkpoints",
+        "/api/v1/trials/{trialId}",
+    ] {
         assert!(paths.contains_key(p), "missing {p}");
     }
 }

@@ -3,6 +3,10 @@
 
 mod auth;
 mod bad_input;
+mod context;
+mod experiment_actions;
+mod experiment_lists;
+mod experiments;
 mod harness;
 mod info;
 mod users;
@@ -26,13 +30,23 @@ harness::api_test!(bad_input::malformed_bodies_are_400_naming_the_field);
 harness::api_test!(bad_input::duplicate_and_invalid_usernames);
 harness::api_test!(bad_input::oversized_body_is_413);
 harness::api_test!(bad_input::bad_path_and_query_values);
+harness::api_test!(experiments::seed_const_yaml_with_cli_context);
+harness::api_test!(experiments::bad_config_lists_every_field_error);
+harness::api_test!(experiments::validate_only_and_paused_creates);
+harness::api_test!(experiments::malformed_files_are_400);
+harness::api_test!(experiments::oversized_uploads_are_413);
+harness::api_test!(experiments::projects_resolve_from_id_or_config);
+harness::api_test!(experiment_actions::state_transitions_follow_upstream);
+harness::api_test!(experiment_actions::archive_and_delete_only_finished_experiments);
+harness::api_test!(experiment_actions::labels_and_patch);
+harness::api_test!(experiment_actions::only_owner_or_admin_can_change);
+harness::api_test!(experiment_lists::list_filters_sorts_and_paginates);
+harness::api_test!(experiment_lists::trials_and_checkpoints);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = resolute_master::MasterConfig::default();
-    config.port = 0;
-    config.data_dir = Some(dir.path().to_owned());
+    let mut config = resolute_master::MasterConfig { port: 0, data_dir: Some(dir.path().to_owned()), ..Default::default() };
     config.security.initial_user_password = Some("Sup3rSecret".into());
     let master = harness::TestMaster::start(config).await;
     let blank = master.post("/api/v1/auth/login", None, serde_json::json!({"username": "admin", "password": ""})).await;

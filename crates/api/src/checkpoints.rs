@@ -1,0 +1,112 @@
+//! Checkpoints (`/api/v1/experiments/{id}/checkpoints`).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::pagination::Pagination;
+use crate::trials::Metrics;
+use crate::users::OrderBy;
+use crate::wire_enum::wire_enum;
+
+wire_enum! {
+    /// `checkpointv1.State`.
+    pub enum CheckpointState {
+        Unspecified = "STATE_UNSPECIFIED",
+        Active = "STATE_ACTIVE",
+        Completed = "STATE_COMPLETED",
+        Error = "STATE_ERROR",
+        Deleted = "STATE_DELETED",
+        PartiallyDeleted = "STATE_PARTIALLY_DELETED",
+    }
+}
+
+wire_enum! {
+    /// `sortByAttr` of checkpoint lists.
+    pub enum CheckpointSortBy {
+        Unspecified = "SORT_BY_UNSPECIFIED",
+        Uuid = "SORT_BY_UUID",
+        TrialId = "SORT_BY_TRIAL_ID",
+        BatchNumber = "SORT_BY_BATCH_NUMBER",
+        EndTime = "SORT_BY_END_TIME",
+        State = "SORT_BY_STATE",
+        SearcherMetric = "SORT_BY_SEARCHER_METRIC",
+    }
+}
+
+/// `v1CheckpointTrainingMetadata`: where a trial's checkpoint came from. All fields are unset for
+/// checkpoints of other tasks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointTrainingMetadata {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial_id: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment_id: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub experiment_config: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub hparams: Option<Value>,
+    #[serde(default)]
+    pub training_metrics: Option<Metrics>,
+    #[serde(default)]
+    pub validation_metrics: Option<Metrics>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub searcher_metric: Option<f64>,
+}
+
+/// `v1Checkpoint`. The Python bindings require `uuid, resources, metadata, training, state`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation_id: Option<String>,
+    pub uuid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_time: Option<DateTime<Utc>>,
+    /// Relative path → size in bytes (int64 strings); directories end in `/`.
+    #[serde(with = "crate::int64::map")]
+    #[schema(value_type = BTreeMap<String, String>)]
+    pub resources: BTreeMap<String, i64>,
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    pub state: CheckpointState,
+    pub training: CheckpointTrainingMetadata,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_id: Option<i32>,
+}
+
+/// Query parameters of `GET /api/v1/experiments/{id}/checkpoints`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct GetExperimentCheckpointsQuery {
+    #[serde(default, alias = "sort_by_attr")]
+    pub sort_by_attr: Option<CheckpointSortBy>,
+    /// Sort by this validation metric; only the experiment's searcher metric is supported yet.
+    #[serde(default, alias = "sort_by_metric")]
+    pub sort_by_metric: Option<String>,
+    /// Unspecified with a searcher-metric sort: best first (by `smaller_is_better`).
+    #[serde(default, alias = "order_by")]
+    pub order_by: Option<OrderBy>,
+    #[serde(default)]
+    pub offset: Option<i32>,
+    /// 0 or absent: all.
+    #[serde(default)]
+    pub limit: Option<i32>,
+    #[serde(default)]
+    pub states: Vec<CheckpointState>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct GetExperimentCheckpointsResponse {
+    pub checkpoints: Vec<Checkpoint>,
+    pub pagination: Pagination,
+}

@@ -1,0 +1,104 @@
+//! What an experiment holds: `…/trials`, `…/checkpoints`, `…/model_def`, and
+//! `/api/v1/trials/{trialId}`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use resolute_api::checkpoints::{CheckpointSortBy, GetExperimentCheckpointsQuery, GetExperimentCheckpointsResponse};
+use resolute_api::error::ErrorBody;
+use resolute_api::experiments::GetModelDefResponse;
+use resolute_api::trials::{GetExperimentTrialsQuery, GetExperimentTrialsResponse, GetTrialResponse, TrialSortBy};
+use resolute_api::users::OrderBy;
+use resolute_store::{CheckpointSort, OrderDirection, TrialSort};
+
+use super::experiment_wire as wire;
+use super::experiments::{direction, parse_id};
+use super::extract::QueryParams;
+use crate::error::{ApiError, ApiResult};
+use crate::services::{CheckpointListQuery, Principal, TrialListQuery};
+use crate::state::AppState;
+
+#[utoipa::path(get, path = "/api/v1/experiments/{experimentId}/trials", tag = "Experiments",
+    params(("experimentId" = i32, Path), GetExperimentTrialsQuery),
+    responses((status = 200, body = GetExperimentTrialsResponse), (status = 404, body = ErrorBody), (status = 501, description = "a sort not supported yet", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn trials(
+    State(state): State<AppState>,
+    _caller: Principal,
+    Path(id): Path<String>,
+    QueryParams(q): QueryParams<GetExperimentTrialsQuery>,
+) -> ApiResult<Json<GetExperimentTrialsResponse>> {
+    let sort = match q.sort_by.unwrap_or(TrialSortBy::Unspecified) {
+        TrialSortBy::Unspecified | TrialSortBy::Id => TrialSort::Id,
+        TrialSortBy::StartTime => TrialSort::StartTime,
+        TrialSortBy::EndTime => TrialSort::EndTime,
+        TrialSortBy::State => TrialSort::State,
+        TrialSortBy::BestValidationMetric => TrialSort::BestValidation,
+        TrialSortBy::BatchesProcessed => TrialSort::TotalBatches,
+        other => return Err(ApiError::unimplemented(format!("sortBy {other} is not supported yet"))),
+    };
+    let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(0));
+    let query = TrialListQuery {
+        states: q.states.iter().map(|s| s.name().to_owned()).collect(),
+        sort,
+        order: direction(q.order_by),
+        offset: i64::from(offset),
+        limit: i64::from(limit),
+    };
+    let page = state.experiments.trials(parse_id(&id, "experimentId")?, query).await?;
+    let pagination = wire::pagination(offset, limit, &page);
+    Ok(Json(GetExperimentTrialsResponse { trials: page.items.into_iter().map(|t| wire::trial(t, None)).collect(), pagination }))
+}
+
+#[utoipa::path(get, path = "/api/v1/trials/{trialId}", tag = "Trials", params(("trialId" = i32, Path)),
+    responses((status = 200, body = GetTrialResponse), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn trial(State(state): State<AppState>, _caller: Principal, Path(id): Path<String>) -> ApiResult<Json<GetTrialResponse>> {
+    let view = state.experiments.trial(parse_id(&id, "trialId")?).await?;
+    Ok(Json(GetTrialResponse { trial: wire::trial(view.record, view.latest_validation) }))
+}
+
+#[utoipa::path(get, path = "/api/v1/experiments/{id}/checkpoints", tag = "Experiments",
+    params(("id" = i32, Path), GetExperimentCheckpointsQuery),
+    responses((status = 200, body = GetExperimentCheckpointsResponse), (status = 404, body = ErrorBody), (status = 501, description = "sorting by another metric", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn checkpoints(
+    State(state): State<AppState>,
+    _caller: Principal,
+    Path(id): Path<String>,
+    QueryParams(q): QueryParams<GetExperimentCheckpointsQuery>,
+) -> ApiResult<Json<GetExperimentCheckpointsResponse>> {
+    let sort = match q.sort_by_attr {
+        None | Some(CheckpointSortBy::Unspecified) => None,
+        Some(CheckpointSortBy::Uuid) => Some(CheckpointSort::Uuid),
+        Some(CheckpointSortBy::TrialId) => Some(CheckpointSort::TrialId),
+        Some(CheckpointSortBy::BatchNumber) => Some(CheckpointSort::BatchNumber),
+        Some(CheckpointSortBy::EndTime) => Some(CheckpointSort::EndTime),
+        Some(CheckpointSortBy::State) => Some(CheckpointSort::State),
+        Some(CheckpointSortBy::SearcherMetric) => Some(CheckpointSort::SearcherMetric),
+    };
+    let order = match q.order_by {
+        None | Some(OrderBy::Unspecified) => None,
+        Some(OrderBy::Asc) => Some(OrderDirection::Asc),
+        Some(OrderBy::Desc) => Some(OrderDirection::Desc),
+    };
+    let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(0));
+    let query = CheckpointListQuery {
+        sort,
+        sort_by_metric: q.sort_by_metric,
+        order,
+        states: q.states.iter().map(|s| s.name().to_owned()).collect(),
+        offset: i64::from(offset),
+        limit: i64::from(limit),
+    };
+    let page = state.experiments.checkpoints(parse_id(&id, "id")?, query).await?;
+    let pagination = wire::pagination(offset, limit, &page);
+    Ok(Json(GetExperimentCheckpointsResponse { checkpoints: page.items.into_iter().map(wire::checkpoint).collect(), pagination }))
+}
+
+#[utoipa::path(get, path = "/api/v1/experiments/{experimentId}/model_def", tag = "Experiments", params(("experimentId" = i32, Path)),
+    responses((status = 200, body = GetModelDefResponse), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn model_def(State(state): State<AppState>, _caller: Principal, Path(id): Path<String>) -> ApiResult<Json<GetModelDefResponse>> {
+    let archive = state.experiments.model_definition(parse_id(&id, "experimentId")?).await?;
+    Ok(Json(GetModelDefResponse { b64_tgz: BASE64.encode(archive) }))
+}

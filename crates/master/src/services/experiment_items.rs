@@ -1,0 +1,168 @@
+//! What an experiment holds, read-only: its trials, its checkpoints (with the training context
+//! the SDK shows) and its model definition. Any user may read them.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use resolute_store::{
+    CheckpointFilter, CheckpointRecord, CheckpointSort, MetricRecord, OrderDirection, TRAINING_GROUP, TrialFilter, TrialRecord, TrialSort,
+    VALIDATION_GROUP,
+};
+use serde_json::Value;
+
+use super::experiments::{ExperimentService, ListPage, searcher_metric};
+use crate::error::{ApiError, ApiResult};
+
+/// `GET /api/v1/experiments/{id}/trials` after parsing.
+#[derive(Clone, Debug, Default)]
+pub struct TrialListQuery {
+    /// Wire state names; empty = all.
+    pub states: Vec<String>,
+    pub sort: TrialSort,
+    pub order: OrderDirection,
+    /// Negative counts from the end.
+    pub offset: i64,
+    /// 0 = all.
+    pub limit: i64,
+}
+
+/// `GET /api/v1/experiments/{id}/checkpoints` after parsing. `None` sort or order means the
+/// request left it unspecified.
+#[derive(Clone, Debug, Default)]
+pub struct CheckpointListQuery {
+    pub sort: Option<CheckpointSort>,
+    /// A validation metric to sort by.
+    pub sort_by_metric: Option<String>,
+    pub order: Option<OrderDirection>,
+    pub states: Vec<String>,
+    pub offset: i64,
+    pub limit: i64,
+}
+
+/// A trial with its most recent validation report, when fetched alone.
+#[derive(Clone, Debug)]
+pub struct TrialView {
+    pub record: TrialRecord,
+    pub latest_validation: Option<MetricRecord>,
+}
+
+/// A checkpoint with where it came from: its trial's hyperparameters, the experiment's config and
+/// the metrics reported at its step.
+#[derive(Clone, Debug)]
+pub struct CheckpointView {
+    pub record: CheckpointRecord,
+    pub experiment_config: Option<Value>,
+    pub hparams: Option<Value>,
+    pub training_metrics: Option<MetricRecord>,
+    pub validation_metrics: Option<MetricRecord>,
+}
+
+impl ExperimentService {
+    pub async fn trials(&self, experiment_id: i32, q: TrialListQuery) -> ApiResult<ListPage<TrialRecord>> {
+        // A missing experiment is a 404, not an empty list.
+        self.store.experiment_by_id(experiment_id).await?;
+        let mut filter = TrialFilter { experiment_id, states: q.states, sort: q.sort, order: q.order, offset: 0, limit: None };
+        let total =
+            if q.offset < 0 { Some(self.store.list_trials(&TrialFilter { limit: Some(0), ..filter.clone() }).await?.total) } else { None };
+        filter.offset = match total {
+            Some(total) => window(q.offset, q.limit, total).0,
+            None => q.offset,
+        };
+        filter.limit = (q.limit > 0).then_some(q.limit);
+        let page = self.store.list_trials(&filter).await?;
+        let (start, end) = window(q.offset, q.limit, page.total);
+        Ok(ListPage { items: page.trials, total: page.total, start, end })
+    }
+
+    pub async fn trial(&self, trial_id: i32) -> ApiResult<TrialView> {
+        let record = self.store.trial_by_id(trial_id).await?;
+        let latest_validation = self.store.latest_validation(trial_id).await?;
+        Ok(TrialView { record, latest_validation })
+    }
+
+    pub async fn checkpoints(&self, experiment_id: i32, q: CheckpointListQuery) -> ApiResult<ListPage<CheckpointView>> {
+        let experiment = self.store.experiment_by_id(experiment_id).await?;
+        let (metric, smaller_is_better) = searcher_metric(&experiment.config);
+        let sort = match q.sort_by_metric.as_deref().filter(|m| !m.is_empty()) {
+            Some(name) if Some(name) == metric => CheckpointSort::SearcherMetric,
+            Some(name) => {
+                return Err(ApiError::unimplemented(format!(
+                    "sortByMetric: sorting by {name:?} is not supported yet; only the searcher metric ({}) is",
+                    metric.unwrap_or("none")
+                )));
+            }
+            None => q.sort.unwrap_or(CheckpointSort::TrialId),
+        };
+        // Unspecified order with the searcher metric: best first, as upstream.
+        let order = match (q.order, sort) {
+            (Some(order), _) => order,
+            (None, CheckpointSort::SearcherMetric) if !smaller_is_better => OrderDirection::Desc,
+            (None, _) => OrderDirection::Asc,
+        };
+        let mut filter =
+            CheckpointFilter { experiment_id: Some(experiment_id), trial_id: None, states: q.states, sort, order, offset: 0, limit: None };
+        filter.offset = if q.offset < 0 {
+            let total = self.store.list_checkpoints(&CheckpointFilter { limit: Some(0), ..filter.clone() }).await?.total;
+            window(q.offset, q.limit, total).0
+        } else {
+            q.offset
+        };
+        filter.limit = (q.limit > 0).then_some(q.limit);
+        let page = self.store.list_checkpoints(&filter).await?;
+        let (start, end) = window(q.offset, q.limit, page.total);
+        let mut trials: HashMap<i32, (TrialRecord, Vec<MetricRecord>)> = HashMap::new();
+        let mut items = Vec::with_capacity(page.checkpoints.len());
+        for record in page.checkpoints {
+            let mut view = CheckpointView {
+                experiment_config: Some(experiment.config.clone()),
+                hparams: None,
+                training_metrics: None,
+                validation_metrics: None,
+                record,
+            };
+            if let Some(trial_id) = view.record.trial_id {
+                if let Entry::Vacant(slot) = trials.entry(trial_id) {
+                    let trial = self.store.trial_by_id(trial_id).await?;
+                    let metrics = self.store.metrics_for_trial(trial_id, None, false).await?;
+                    slot.insert((trial, metrics));
+                }
+                if let Some((trial, metrics)) = trials.get(&trial_id) {
+                    let at_step = |group: &str| {
+                        metrics.iter().rev().find(|m| m.group == group && m.steps_completed == view.record.steps_completed).cloned()
+                    };
+                    view.hparams = Some(trial.hparams.clone());
+                    view.training_metrics = at_step(TRAINING_GROUP);
+                    view.validation_metrics = at_step(VALIDATION_GROUP);
+                }
+            }
+            items.push(view);
+        }
+        Ok(ListPage { items, total: page.total, start, end })
+    }
+
+    /// The stored tar.gz.
+    pub async fn model_definition(&self, experiment_id: i32) -> ApiResult<Vec<u8>> {
+        Ok(self.store.experiment_model_definition(experiment_id).await?)
+    }
+}
+
+/// `(start, end)` of a page over `total` rows: a negative offset counts from the end; a limit
+/// of 0 (or less) means all.
+fn window(offset: i64, limit: i64, total: i64) -> (i64, i64) {
+    let start = if offset < 0 { (total + offset).max(0) } else { offset.min(total) };
+    let end = if limit > 0 { start.saturating_add(limit).min(total) } else { total };
+    (start, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::window;
+
+    #[test]
+    fn windows_count_negative_offsets_from_the_end() {
+        assert_eq!(window(0, 0, 5), (0, 5));
+        assert_eq!(window(2, 2, 5), (2, 4));
+        assert_eq!(window(-2, 0, 5), (3, 5));
+        assert_eq!(window(9, 3, 5), (5, 5));
+    }
+}

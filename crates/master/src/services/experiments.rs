@@ -1,0 +1,358 @@
+//! Experiments: creating one (config validation with the master's defaults, project resolution,
+//! the model definition archive), reading and listing them.
+//!
+//! Rules (as upstream's open-source edition): any user may read any experiment; only its owner or
+//! an admin may change it (see `experiment_changes`).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use resolute_expconf::{Defaults, ExperimentConfig, merge_under, parse_experiment_config};
+use resolute_store::{
+    BestValidation, CHECKPOINT_COMPLETED, CheckpointFilter, DEFAULT_PROJECT_ID, ExperimentFilter, ExperimentRecord, ExperimentSort,
+    NewExperiment, OrderDirection, ProjectRecord, Store, StoreError, TrialFilter, db_now,
+};
+use serde_json::{Value, json};
+
+use super::experiment_state::ExperimentState;
+use super::model_def::{ContextFile, build_archive};
+use crate::error::{ApiError, ApiResult};
+use crate::services::Principal;
+
+/// GetExperiments' page size when the request gives none (`limit` 0).
+const DEFAULT_PAGE_SIZE: i64 = 100;
+
+#[derive(Clone)]
+pub struct ExperimentService {
+    pub(super) store: Arc<dyn Store>,
+    /// The master's `checkpoint_storage`, merged under every experiment's.
+    checkpoint_storage: Value,
+}
+
+/// `POST /api/v1/experiments` after parsing.
+pub struct NewExperimentRequest {
+    /// The YAML (or JSON) as submitted.
+    pub config_text: String,
+    pub files: Vec<ContextFile>,
+    pub validate_only: bool,
+    pub activate: bool,
+    /// `None` or 0: from the config's `workspace`/`project`, else the default project.
+    pub project_id: Option<i32>,
+    pub parent_id: Option<i32>,
+    pub template: Option<String>,
+    pub unmanaged: bool,
+}
+
+/// What a create returns: the fully defaulted config, and the experiment unless it was only
+/// validated.
+pub struct CreatedExperiment {
+    pub experiment: Option<ExperimentView>,
+    pub config: Value,
+}
+
+/// An experiment with what its wire form needs from other tables.
+#[derive(Clone, Debug)]
+pub struct ExperimentView {
+    pub record: ExperimentRecord,
+    pub project: ProjectRecord,
+    pub num_trials: i64,
+    /// Filled for single reads only, as upstream.
+    pub trial_ids: Vec<i32>,
+    /// Completed checkpoints (count, bytes); single reads only.
+    pub checkpoints: (i64, i64),
+    /// The best searcher-metric validation; single reads only.
+    pub best_validation: Option<BestValidation>,
+}
+
+/// `GET /api/v1/experiments` after parsing.
+#[derive(Clone, Debug, Default)]
+pub struct ExperimentListQuery {
+    pub archived: Option<bool>,
+    pub usernames: Vec<String>,
+    pub user_ids: Vec<i32>,
+    /// Wire state names.
+    pub states: Vec<String>,
+    pub name: Option<String>,
+    pub labels: Vec<String>,
+    pub project_id: Option<i32>,
+    pub sort: ExperimentSort,
+    pub order: OrderDirection,
+    pub offset: i64,
+    /// 0 ⇒ 100, -1 ⇒ all, -2 ⇒ none (only the counts), as upstream.
+    pub limit: i64,
+}
+
+/// A window of a list, with upstream's indices.
+pub struct ListPage<T> {
+    pub items: Vec<T>,
+    pub total: i64,
+    pub start: i64,
+    pub end: i64,
+}
+
+impl ExperimentService {
+    pub fn new(store: Arc<dyn Store>, checkpoint_storage: Option<Value>, data_dir: &Path) -> Self {
+        let default_storage = json!({"type": "shared_fs", "host_path": data_dir.join("checkpoints").to_string_lossy()});
+        let mut storage = checkpoint_storage.unwrap_or_else(|| default_storage.clone());
+        // A master config naming shared_fs without a host_path still gets the default path.
+        merge_under(&mut storage, &default_storage);
+        ExperimentService { store, checkpoint_storage: storage }
+    }
+
+    pub async fn create(&self, caller: &Principal, req: NewExperimentRequest) -> ApiResult<CreatedExperiment> {
+        if req.template.as_deref().is_some_and(|t| !t.is_empty()) {
+            return Err(ApiError::unimplemented("template: config templates are not supported yet; inline the template in the config"));
+        }
+        if req.unmanaged {
+            return Err(ApiError::unimplemented("unmanaged: detached-mode experiments are not supported yet"));
+        }
+        let config = self.validate_config(&req.config_text)?;
+        let config_json = config.to_json();
+        let project = self.resolve_project(req.project_id, &config).await?;
+        if let Some(parent) = req.parent_id.filter(|p| *p != 0) {
+            self.store.experiment_by_id(parent).await?;
+        }
+        let files = req.files;
+        let model_definition = tokio::task::spawn_blocking(move || build_archive(&files)).await.map_err(|_| ApiError::internal())??;
+        if req.validate_only {
+            return Ok(CreatedExperiment { experiment: None, config: config_json });
+        }
+        let state = if req.activate { ExperimentState::Active } else { ExperimentState::Paused };
+        let record = self
+            .store
+            .create_experiment(NewExperiment {
+                name: config.name.clone(),
+                description: config.description.clone().unwrap_or_default(),
+                notes: String::new(),
+                state: state.as_str().to_owned(),
+                owner_id: caller.user.id,
+                project_id: project.id,
+                config: config_json.clone(),
+                original_config: req.config_text,
+                model_definition,
+                labels: dedup(config.labels.clone()),
+                parent_id: req.parent_id.filter(|p| *p != 0),
+                start_time: db_now(),
+                job_id: uuid::Uuid::new_v4().to_string(),
+                unmanaged: false,
+            })
+            .await?;
+        tracing::info!(experiment = record.id, owner = %caller.user.username, state = %state, "created experiment");
+        let view = self.view(record).await?;
+        Ok(CreatedExperiment { experiment: Some(view), config: config_json })
+    }
+
+    /// Parses, defaults and validates; every error in one message, each with its field path.
+    fn validate_config(&self, text: &str) -> ApiResult<ExperimentConfig> {
+        let seed = u32::try_from(db_now().timestamp().rem_euclid(i64::from(u32::MAX))).unwrap_or(0);
+        let defaults = Defaults::new(seed).with_checkpoint_storage(self.checkpoint_storage.clone());
+        match parse_experiment_config(text, &defaults) {
+            Ok(parsed) => {
+                for warning in &parsed.warnings {
+                    tracing::warn!(experiment = %parsed.config.name, "experiment config: {warning}");
+                }
+                Ok(parsed.config)
+            }
+            Err(errors) => {
+                let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                Err(ApiError::invalid(format!("invalid experiment config: {}", all.join("; "))))
+            }
+        }
+    }
+
+    /// `project_id` when given, else the config's `workspace`/`project`, else the default project.
+    async fn resolve_project(&self, project_id: Option<i32>, config: &ExperimentConfig) -> ApiResult<ProjectRecord> {
+        let project = match (project_id.filter(|p| *p != 0), config.workspace.as_str(), config.project.as_str()) {
+            (Some(id), _, _) => self.store.project_by_id(id).await?,
+            (None, "", "") => self.store.project_by_id(DEFAULT_PROJECT_ID).await?,
+            (None, workspace, project) if !workspace.is_empty() && !project.is_empty() => {
+                self.store.project_by_names(workspace, project).await.map_err(|e| match e {
+                    StoreError::NotFound { .. } => {
+                        ApiError::not_found(format!("project {project:?} in workspace {workspace:?} (from the config) does not exist"))
+                    }
+                    other => other.into(),
+                })?
+            }
+            _ => return Err(ApiError::invalid("workspace and project: set both in the config, or neither")),
+        };
+        if project.archived {
+            return Err(ApiError::invalid(format!("project {:?} is archived: experiments cannot be added to it", project.name)));
+        }
+        Ok(project)
+    }
+
+    pub async fn get(&self, id: i32) -> ApiResult<ExperimentView> {
+        let record = self.store.experiment_by_id(id).await?;
+        self.view(record).await
+    }
+
+    /// The config the experiment runs with.
+    pub async fn config(&self, id: i32) -> ApiResult<Value> {
+        Ok(self.store.experiment_by_id(id).await?.config)
+    }
+
+    pub async fn list(&self, q: ExperimentListQuery) -> ApiResult<ListPage<ExperimentView>> {
+        if q.limit < -2 {
+            return Err(ApiError::invalid(format!("limit: found {}, expected -2 (counts only), -1 (all), 0 (100) or more", q.limit)));
+        }
+        let Some(owner_ids) = self.owner_filter(&q.usernames, &q.user_ids).await? else {
+            // No user by any of those names: nothing can match.
+            return Ok(ListPage { items: Vec::new(), total: 0, start: 0, end: 0 });
+        };
+        let mut filter = ExperimentFilter {
+            archived: q.archived,
+            owner_ids,
+            states: q.states,
+            name: q.name.filter(|n| !n.is_empty()),
+            labels: q.labels,
+            project_id: q.project_id.filter(|p| *p != 0),
+            sort: q.sort,
+            order: q.order,
+            offset: q.offset.max(0),
+            limit: None,
+        };
+        let page_size = |start: i64, total: i64| {
+            let (s, e) = experiments_window(start, q.limit, total);
+            e - s
+        };
+        if q.offset < 0 {
+            // Negative offsets count from the end, so the total comes first.
+            let total = self.store.list_experiments(&ExperimentFilter { limit: Some(0), ..filter.clone() }).await?.total;
+            filter.offset = experiments_window(q.offset, q.limit, total).0;
+            filter.limit = Some(page_size(filter.offset, total));
+        } else {
+            filter.limit = match q.limit {
+                -2 => Some(0),
+                -1 => None,
+                0 => Some(DEFAULT_PAGE_SIZE),
+                n => Some(n),
+            };
+        }
+        let page = self.store.list_experiments(&filter).await?;
+        let (start, end) = experiments_window(q.offset, q.limit, page.total);
+        let mut projects: HashMap<i32, ProjectRecord> = HashMap::new();
+        let mut items = Vec::with_capacity(page.experiments.len());
+        for record in page.experiments {
+            let project = match projects.get(&record.project_id) {
+                Some(p) => p.clone(),
+                None => {
+                    let p = self.store.project_by_id(record.project_id).await?;
+                    projects.insert(p.id, p.clone());
+                    p
+                }
+            };
+            let num_trials = self.trial_count(record.id).await?;
+            items.push(ExperimentView { record, project, num_trials, trial_ids: Vec::new(), checkpoints: (0, 0), best_validation: None });
+        }
+        Ok(ListPage { items, total: page.total, start, end })
+    }
+
+    /// Owner ids matching both filters; `None` when names were given and none exists.
+    async fn owner_filter(&self, usernames: &[String], user_ids: &[i32]) -> ApiResult<Option<Vec<i32>>> {
+        if usernames.is_empty() {
+            return Ok(Some(user_ids.to_vec()));
+        }
+        let mut by_name = Vec::new();
+        for name in usernames {
+            match self.store.user_by_name(name).await {
+                Ok(user) => by_name.push(user.id),
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if !user_ids.is_empty() {
+            by_name.retain(|id| user_ids.contains(id));
+        }
+        Ok((!by_name.is_empty()).then_some(by_name))
+    }
+
+    async fn trial_count(&self, experiment_id: i32) -> ApiResult<i64> {
+        let filter = TrialFilter { experiment_id, limit: Some(0), ..Default::default() };
+        Ok(self.store.list_trials(&filter).await?.total)
+    }
+
+    /// The record with its project, trial ids, checkpoint totals and best validation.
+    pub(super) async fn view(&self, record: ExperimentRecord) -> ApiResult<ExperimentView> {
+        let project = self.store.project_by_id(record.project_id).await?;
+        let trials = self.store.list_trials(&TrialFilter { experiment_id: record.id, ..Default::default() }).await?;
+        let trial_ids: Vec<i32> = trials.trials.iter().map(|t| t.id).collect();
+        let completed =
+            CheckpointFilter { experiment_id: Some(record.id), states: vec![CHECKPOINT_COMPLETED.to_owned()], ..Default::default() };
+        let checkpoints = self.store.list_checkpoints(&completed).await?;
+        let size = checkpoints.checkpoints.iter().map(|c| c.size).sum();
+        let (metric, smaller_is_better) = searcher_metric(&record.config);
+        let best_validation = match metric {
+            Some(metric) if !trial_ids.is_empty() => {
+                self.store.best_validation_for_experiment(record.id, metric, smaller_is_better).await?
+            }
+            _ => None,
+        };
+        Ok(ExperimentView { num_trials: trials.total, record, project, trial_ids, checkpoints: (checkpoints.total, size), best_validation })
+    }
+}
+
+/// The stored config's `searcher.metric` and `searcher.smaller_is_better` (default true).
+pub fn searcher_metric(config: &Value) -> (Option<&str>, bool) {
+    let searcher = &config["searcher"];
+    (searcher["metric"].as_str(), searcher["smaller_is_better"].as_bool().unwrap_or(true))
+}
+
+/// Upstream's GetExperiments window over `total` rows: `(start, end)`. An offset past either end
+/// starts at the end; a negative one counts from the end. `limit` 0 ⇒ 100, -1 ⇒ all, -2 ⇒ none.
+pub fn experiments_window(offset: i64, limit: i64, total: i64) -> (i64, i64) {
+    let start = if offset > total || offset < -total {
+        total
+    } else if offset < 0 {
+        total + offset
+    } else {
+        offset
+    };
+    let end = match limit {
+        -2 => start,
+        -1 => total,
+        0 => (start + DEFAULT_PAGE_SIZE).min(total),
+        n => start.saturating_add(n.max(0)).min(total),
+    };
+    (start, end)
+}
+
+/// Labels without repeats, first occurrence kept.
+pub fn dedup(labels: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(labels.len());
+    for label in labels {
+        if !out.contains(&label) {
+            out.push(label);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_follows_upstream_get_experiments() {
+        assert_eq!(experiments_window(0, 0, 250), (0, 100));
+        assert_eq!(experiments_window(200, 0, 250), (200, 250));
+        assert_eq!(experiments_window(0, -1, 250), (0, 250));
+        assert_eq!(experiments_window(10, -2, 250), (10, 10));
+        assert_eq!(experiments_window(5, 3, 250), (5, 8));
+        assert_eq!(experiments_window(-3, 0, 10), (7, 10));
+        assert_eq!(experiments_window(-30, 0, 10), (10, 10));
+        assert_eq!(experiments_window(30, 5, 10), (10, 10));
+    }
+
+    #[test]
+    fn dedup_keeps_first_occurrences() {
+        assert_eq!(dedup(vec!["b".into(), "a".into(), "b".into()]), ["b", "a"]);
+    }
+
+    #[test]
+    fn searcher_metric_reads_the_stored_config() {
+        let config = json!({"searcher": {"metric": "acc", "smaller_is_better": false}});
+        assert_eq!(searcher_metric(&config), (Some("acc"), false));
+        assert_eq!(searcher_metric(&json!({})), (None, true));
+    }
+}
