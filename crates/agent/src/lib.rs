@@ -1,0 +1,25 @@
+//! The Resolute agent's process runtime. The agent runs each task as a local process (no
+//! container engine): [`devices`] decides which slots the agent offers, [`spec`] turns a
+//! [`TaskSpec`] into a command line and environment, [`workdir`] prepares the task's directory,
+//! [`process`] spawns and supervises it, and [`logs`] captures its output as [`events`].
+//! [`storage`] maps `shared_fs` checkpoint storage onto host paths. How the master drives the
+//! runtime (the agent websocket protocol) lives elsewhere.
+
+pub mod config;
+pub mod devices;
+pub mod events;
+pub mod logs;
+pub mod process;
+pub mod spec;
+pub mod storage;
+pub mod workdir;
+
+pub use config::{AgentConfig, ConfigError, SlotType};
+pub use devices::{Device, DeviceError, DeviceSources, DeviceType, detect_devices, select_devices};
+pub use events::{LogLine, RuntimeEvent, StdType, TaskExit};
+pub use logs::LogOverflow;
+pub use nix::sys::signal::Signal;
+pub use process::{Runtime, RuntimeError, RuntimeOptions, TaskHandle, TaskInfo, TaskStatus};
+pub use spec::{Entrypoint, SpecError, TaskSpec, TaskType};
+pub use storage::StorageError;
+pub use workdir::WorkDirError;

@@ -1,0 +1,517 @@
+//! The runtime: starts tasks as local processes and supervises them.
+//!
+//! Each task runs in its own process group in `<work_root>/<task_id>/<allocation_id>/`, with
+//! stdout and stderr captured line by line. The group stands in for a container: signals go to
+//! the whole group, and when the main process exits, whatever it left running in the group is
+//! killed, as when a container's PID 1 exits. The leader is observed with `waitid(WNOWAIT)` and
+//! reaped only after the group is killed, so its pid (= the group id) cannot be reused while the
+//! group is being signalled.
+//!
+//! [`Runtime`] is cheap to clone and meant to be driven by the master connection: `start` on
+//! `StartContainer`, `signal`/`terminate`/`kill` on `SignalContainer`, events out as
+//! `ContainerLog`/`ContainerStateChanged`, `remove` once the master has the exit.
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::unistd::Pid;
+use tokio::sync::{mpsc, watch};
+
+use crate::config::{AgentConfig, ConfigError};
+use crate::events::{RuntimeEvent, StdType, TaskExit};
+use crate::logs::{CaptureProgress, LogOverflow, LogSource, capture};
+use crate::spec::{
+    DEFAULT_INHERITED_ENV, LaunchContext, STARTUP_HOOK, SpecError, TaskSpec, command_line, environment, inherited_env, resolve_python,
+};
+use crate::workdir::{WorkDirError, prepare_work_dir, remove_work_dir, task_work_dir};
+
+/// Settings of a [`Runtime`].
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    pub agent_id: String,
+    pub work_root: PathBuf,
+    /// Default interpreter; a task's spec may override it.
+    pub python: PathBuf,
+    /// Grace period of [`Runtime::terminate`] when none is given.
+    pub termination_grace: Duration,
+    /// Capacity of the event channel, in events (log lines and exits).
+    pub event_capacity: usize,
+    pub log_overflow: LogOverflow,
+    /// Names (or `PREFIX*`) of the agent's environment variables that tasks inherit.
+    pub inherited_env: Vec<String>,
+    /// How long output capture may go without progress after the task's group is gone before it
+    /// is abandoned. Only a process that left the group (e.g. with `setsid`) can hold the pipes
+    /// open that long; its further output is not captured.
+    pub output_drain_timeout: Duration,
+}
+
+impl RuntimeOptions {
+    pub fn from_config(config: &AgentConfig) -> Result<RuntimeOptions, ConfigError> {
+        config.validate()?;
+        Ok(RuntimeOptions {
+            agent_id: config.agent_id(),
+            work_root: crate::config::absolute(&config.work_root()),
+            python: config.python.clone(),
+            termination_grace: config.termination_grace(),
+            event_capacity: 4096,
+            log_overflow: LogOverflow::default(),
+            inherited_env: DEFAULT_INHERITED_ENV.iter().map(|s| s.to_string()).collect(),
+            output_drain_timeout: Duration::from_secs(5),
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error(transparent)]
+    WorkDir(#[from] WorkDirError),
+    #[error("container id {0:?} is empty or already in use on this agent")]
+    ContainerIdInUse(String),
+    #[error("cannot start {program:?}: {source}")]
+    Spawn { program: String, source: std::io::Error },
+    #[error("no task with container id {0} on this agent")]
+    UnknownContainer(String),
+    #[error("container {0} has already exited")]
+    NotRunning(String),
+    #[error("container {0} is still running; terminate it and wait for its exit first")]
+    StillRunning(String),
+    #[error("cannot signal container {container_id}: {source}")]
+    Signal { container_id: String, source: nix::Error },
+    #[error("the supervisor of container {0} stopped before the task exited (runtime shutting down)")]
+    SupervisorGone(String),
+    #[error("work dir preparation was interrupted: {0}")]
+    Interrupted(String),
+}
+
+/// What identifies a running task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskInfo {
+    pub task_id: String,
+    pub allocation_id: String,
+    pub container_id: String,
+    /// Pid of the main process, which is also the process group id.
+    pub pid: u32,
+    pub work_dir: PathBuf,
+}
+
+/// A task and how it ended, if it has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStatus {
+    pub info: TaskInfo,
+    pub exit: Option<TaskExit>,
+}
+
+/// Starts and supervises task processes; clones share the same tasks.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: RuntimeOptions,
+    events: mpsc::Sender<RuntimeEvent>,
+    registry: Mutex<Registry>,
+}
+
+#[derive(Default)]
+struct Registry {
+    tasks: HashMap<String, Arc<Task>>,
+    /// Container ids of tasks being started, so two starts cannot claim the same id.
+    starting: HashSet<String>,
+}
+
+struct Task {
+    info: TaskInfo,
+    /// False once the main process has exited; guarded so no signal is sent after that.
+    alive: Mutex<bool>,
+    exit: watch::Receiver<Option<TaskExit>>,
+    tokio: tokio::runtime::Handle,
+}
+
+/// A handle on one task; cheap to clone.
+#[derive(Clone)]
+pub struct TaskHandle {
+    task: Arc<Task>,
+}
+
+impl std::fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskHandle").field("info", &self.task.info).field("exit", &self.exit()).finish()
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("options", &self.inner.options).field("tasks", &lock(&self.inner.registry).tasks.len()).finish()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding these locks leaves plain data behind; keep going.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Runtime {
+    /// A runtime and the receiving end of its events: every task's log lines and exits.
+    pub fn new(options: RuntimeOptions) -> (Runtime, mpsc::Receiver<RuntimeEvent>) {
+        let (events, receiver) = mpsc::channel(options.event_capacity.max(1));
+        (Runtime { inner: Arc::new(Inner { options, events, registry: Mutex::default() }) }, receiver)
+    }
+
+    pub fn options(&self) -> &RuntimeOptions {
+        &self.inner.options
+    }
+
+    /// Prepares the work dir and spawns the task. Returns once the process runs; its exit is
+    /// reported by [`TaskHandle::wait`] and as [`RuntimeEvent::Exited`].
+    pub async fn start(&self, mut spec: TaskSpec) -> Result<TaskHandle, RuntimeError> {
+        let options = &self.inner.options;
+        let work_dir = task_work_dir(&options.work_root, &spec.task_id, &spec.allocation_id)?;
+        command_line(&spec.entrypoint, false)?;
+        let container_id = spec.container_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let _reservation = self.reserve(&container_id)?;
+
+        let inherited = inherited_env(&options.inherited_env);
+        let path_var = spec.env.get("PATH").or_else(|| inherited.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v)).cloned();
+        let python = resolve_python(spec.python.as_deref().unwrap_or(&options.python), path_var.as_deref().map(std::ffi::OsStr::new))?;
+        let context = LaunchContext { agent_id: &options.agent_id, container_id: &container_id, python: &python, inherited };
+        let env = environment(&spec, &context)?;
+
+        let archive = spec.work_dir_archive.take();
+        let dir = work_dir.clone();
+        tokio::task::spawn_blocking(move || prepare_work_dir(&dir, archive.as_deref()))
+            .await
+            .map_err(|e| RuntimeError::Interrupted(e.to_string()))??;
+
+        let spawned = self.spawn(&spec, &container_id, &work_dir, &env);
+        let (task, child, started) = match spawned {
+            Ok(spawned) => spawned,
+            Err(e) => {
+                let _ = remove_work_dir(&work_dir);
+                return Err(e);
+            }
+        };
+        lock(&self.inner.registry).tasks.insert(container_id, task.clone());
+        Ok(self.supervise(task, child, started))
+    }
+
+    fn reserve(&self, container_id: &str) -> Result<Reservation, RuntimeError> {
+        let mut registry = lock(&self.inner.registry);
+        if container_id.is_empty() || registry.tasks.contains_key(container_id) || !registry.starting.insert(container_id.to_string()) {
+            return Err(RuntimeError::ContainerIdInUse(container_id.to_string()));
+        }
+        Ok(Reservation { runtime: self.clone(), container_id: container_id.to_string() })
+    }
+
+    fn spawn(
+        &self,
+        spec: &TaskSpec,
+        container_id: &str,
+        work_dir: &std::path::Path,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(Arc<Task>, SpawnedChild, Instant), RuntimeError> {
+        let argv = command_line(&spec.entrypoint, work_dir.join(STARTUP_HOOK).is_file())?;
+        let Some((program, args)) = argv.split_first() else { return Err(SpecError::EmptyEntrypoint.into()) };
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .env_clear()
+            .envs(env)
+            .current_dir(work_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(false);
+        let started = Instant::now();
+        let mut child = command.spawn().map_err(|source| RuntimeError::Spawn { program: program.clone(), source })?;
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let Some(pid) = child.id() else {
+            // Cannot happen before the child is waited for; treat as a failed start.
+            return Err(RuntimeError::Spawn { program: program.clone(), source: std::io::Error::other("the process has no pid") });
+        };
+        let (exit_sender, exit) = watch::channel(None);
+        let info = TaskInfo {
+            task_id: spec.task_id.clone(),
+            allocation_id: spec.allocation_id.clone(),
+            container_id: container_id.to_string(),
+            pid,
+            work_dir: work_dir.to_path_buf(),
+        };
+        let task = Arc::new(Task { info, alive: Mutex::new(true), exit, tokio: tokio::runtime::Handle::current() });
+        Ok((task, SpawnedChild { child, stdout, stderr, exit_sender }, started))
+    }
+
+    fn supervise(&self, task: Arc<Task>, spawned: SpawnedChild, started: Instant) -> TaskHandle {
+        let source = Arc::new(LogSource {
+            task_id: task.info.task_id.clone(),
+            allocation_id: task.info.allocation_id.clone(),
+            container_id: task.info.container_id.clone(),
+        });
+        let (events, overflow) = (self.inner.events.clone(), self.inner.options.log_overflow);
+        let drain_timeout = self.inner.options.output_drain_timeout;
+        let mut output = Output { readers: Vec::new(), eofs: Vec::new(), activity: Arc::default(), drain_timeout };
+        let mut progress = || {
+            let (eof, eof_received) = tokio::sync::oneshot::channel();
+            output.eofs.push(eof_received);
+            CaptureProgress { activity: output.activity.clone(), eof }
+        };
+        let (stdout_progress, stderr_progress) = (progress(), progress());
+        if let Some(out) = spawned.stdout {
+            output.readers.push(tokio::spawn(capture(out, StdType::Stdout, source.clone(), events.clone(), overflow, stdout_progress)));
+        }
+        if let Some(err) = spawned.stderr {
+            output.readers.push(tokio::spawn(capture(err, StdType::Stderr, source.clone(), events.clone(), overflow, stderr_progress)));
+        }
+        tokio::spawn(watch_exit(task.clone(), spawned.child, output, spawned.exit_sender, events, started));
+        TaskHandle { task }
+    }
+
+    /// The task with this container id.
+    pub fn task(&self, container_id: &str) -> Result<TaskHandle, RuntimeError> {
+        let registry = lock(&self.inner.registry);
+        let task = registry.tasks.get(container_id).ok_or_else(|| RuntimeError::UnknownContainer(container_id.to_string()))?;
+        Ok(TaskHandle { task: task.clone() })
+    }
+
+    /// Every task not yet removed, running or exited.
+    pub fn tasks(&self) -> Vec<TaskStatus> {
+        let registry = lock(&self.inner.registry);
+        registry.tasks.values().map(|t| TaskHandle { task: t.clone() }.status()).collect()
+    }
+
+    /// Sends `signal` to the task's whole process group.
+    pub fn signal(&self, container_id: &str, signal: Signal) -> Result<(), RuntimeError> {
+        self.task(container_id)?.signal(signal)
+    }
+
+    /// SIGTERM to the group now, SIGKILL if it has not exited after `grace` (default: the configured grace).
+    pub fn terminate(&self, container_id: &str, grace: Option<Duration>) -> Result<(), RuntimeError> {
+        self.task(container_id)?.terminate(grace.unwrap_or(self.inner.options.termination_grace))
+    }
+
+    /// SIGKILL to the group now.
+    pub fn kill(&self, container_id: &str) -> Result<(), RuntimeError> {
+        self.task(container_id)?.kill()
+    }
+
+    /// Forgets an exited task and deletes its work dir.
+    pub async fn remove(&self, container_id: &str) -> Result<(), RuntimeError> {
+        let handle = self.task(container_id)?;
+        if handle.exit().is_none() {
+            return Err(RuntimeError::StillRunning(container_id.to_string()));
+        }
+        let dir = handle.task.info.work_dir.clone();
+        tokio::task::spawn_blocking(move || remove_work_dir(&dir)).await.map_err(|e| RuntimeError::Interrupted(e.to_string()))??;
+        lock(&self.inner.registry).tasks.remove(container_id);
+        Ok(())
+    }
+
+    /// Terminates every running task with `grace` and waits for all of them to exit.
+    pub async fn shutdown(&self, grace: Duration) {
+        let handles: Vec<TaskHandle> = lock(&self.inner.registry).tasks.values().map(|t| TaskHandle { task: t.clone() }).collect();
+        for handle in &handles {
+            let _ = handle.terminate(grace);
+        }
+        for handle in &handles {
+            let _ = handle.wait().await;
+        }
+    }
+}
+
+/// Releases a container id reserved by `start`, whether the start succeeded or not.
+struct Reservation {
+    runtime: Runtime,
+    container_id: String,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        lock(&self.runtime.inner.registry).starting.remove(&self.container_id);
+    }
+}
+
+/// The captures of a task's stdout and stderr.
+struct Output {
+    readers: Vec<tokio::task::JoinHandle<()>>,
+    eofs: Vec<tokio::sync::oneshot::Receiver<()>>,
+    activity: Arc<std::sync::atomic::AtomicU64>,
+    drain_timeout: Duration,
+}
+
+impl Output {
+    /// Waits for both streams to end, giving up when neither makes progress for the drain
+    /// timeout; then lets the captures send their last lines.
+    async fn drain(self, container_id: &str) {
+        let ended = async {
+            for eof in self.eofs {
+                let _ = eof.await;
+            }
+        };
+        tokio::pin!(ended);
+        let mut seen = self.activity.load(std::sync::atomic::Ordering::Relaxed);
+        loop {
+            tokio::select! {
+                _ = &mut ended => break,
+                _ = tokio::time::sleep(self.drain_timeout) => {
+                    let now = self.activity.load(std::sync::atomic::Ordering::Relaxed);
+                    if now == seen {
+                        tracing::warn!("container {container_id}: a process outside its group keeps the output open; no longer capturing it");
+                        self.readers.iter().for_each(|r| r.abort());
+                        break;
+                    }
+                    seen = now;
+                }
+            }
+        }
+        for reader in self.readers {
+            let _ = reader.await;
+        }
+    }
+}
+
+struct SpawnedChild {
+    child: tokio::process::Child,
+    stdout: Option<tokio::process::ChildStdout>,
+    stderr: Option<tokio::process::ChildStderr>,
+    exit_sender: watch::Sender<Option<TaskExit>>,
+}
+
+/// Waits for the main process, kills what is left of its group, drains the output, then reports.
+async fn watch_exit(
+    task: Arc<Task>,
+    mut child: tokio::process::Child,
+    output: Output,
+    exit_sender: watch::Sender<Option<TaskExit>>,
+    events: mpsc::Sender<RuntimeEvent>,
+    started: Instant,
+) {
+    let pid = Pid::from_raw(task.info.pid as i32);
+    let (exited, exited_received) = tokio::sync::oneshot::channel();
+    // A plain thread, not `spawn_blocking`: dropping a Tokio runtime waits for blocking tasks, and
+    // this one lasts as long as the task does.
+    let waiter = std::thread::Builder::new().name(format!("wait-{pid}")).spawn(move || {
+        wait_without_reaping(pid);
+        let _ = exited.send(());
+    });
+    let observed = match waiter {
+        Ok(_) => exited_received.await.is_ok(),
+        Err(e) => {
+            tracing::warn!(
+                "cannot start a thread to wait for container {}: {e}; its group is killed after reaping",
+                task.info.container_id
+            );
+            false
+        }
+    };
+    let kill_group = || {
+        let mut alive = lock(&task.alive);
+        let _ = killpg(pid, Signal::SIGKILL);
+        *alive = false;
+    };
+    if observed {
+        // The leader is a zombie until reaped below, so the group id cannot name another group yet.
+        kill_group();
+    }
+    let status = child.wait().await;
+    let duration = started.elapsed();
+    if !observed {
+        kill_group();
+    }
+    let exit = match status {
+        Ok(status) => TaskExit { code: status.code(), signal: status.signal(), duration },
+        Err(e) => {
+            tracing::warn!("cannot reap container {}: {e}", task.info.container_id);
+            TaskExit { code: None, signal: None, duration }
+        }
+    };
+    output.drain(&task.info.container_id).await;
+    exit_sender.send_replace(Some(exit));
+    let info = &task.info;
+    let event = RuntimeEvent::Exited {
+        task_id: info.task_id.clone(),
+        allocation_id: info.allocation_id.clone(),
+        container_id: info.container_id.clone(),
+        exit,
+    };
+    let _ = events.send(event).await;
+}
+
+/// Blocks until `pid` has exited, leaving it a zombie (not reaped).
+fn wait_without_reaping(pid: Pid) {
+    loop {
+        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Ok(_) | Err(_) => return,
+        }
+    }
+}
+
+impl TaskHandle {
+    pub fn info(&self) -> &TaskInfo {
+        &self.task.info
+    }
+
+    pub fn container_id(&self) -> &str {
+        &self.task.info.container_id
+    }
+
+    /// How the task ended, or `None` while it runs (or its output is still being drained).
+    pub fn exit(&self) -> Option<TaskExit> {
+        *self.task.exit.borrow()
+    }
+
+    pub fn status(&self) -> TaskStatus {
+        TaskStatus { info: self.task.info.clone(), exit: self.exit() }
+    }
+
+    /// Waits until the task has exited and all its output has been sent to the event channel.
+    pub async fn wait(&self) -> Result<TaskExit, RuntimeError> {
+        let mut exit = self.task.exit.clone();
+        let result = exit.wait_for(Option::is_some).await.map(|e| *e);
+        match result {
+            Ok(Some(exit)) => Ok(exit),
+            _ => Err(RuntimeError::SupervisorGone(self.task.info.container_id.clone())),
+        }
+    }
+
+    /// Sends `signal` to the task's process group.
+    pub fn signal(&self, signal: Signal) -> Result<(), RuntimeError> {
+        let container_id = &self.task.info.container_id;
+        let alive = lock(&self.task.alive);
+        if !*alive {
+            return Err(RuntimeError::NotRunning(container_id.clone()));
+        }
+        killpg(Pid::from_raw(self.task.info.pid as i32), signal)
+            .map_err(|source| RuntimeError::Signal { container_id: container_id.clone(), source })
+    }
+
+    /// SIGTERM to the group now, SIGKILL to the group if the task has not exited after `grace`.
+    pub fn terminate(&self, grace: Duration) -> Result<(), RuntimeError> {
+        self.signal(Signal::SIGTERM)?;
+        let handle = self.clone();
+        let mut exit = self.task.exit.clone();
+        self.task.tokio.spawn(async move {
+            tokio::select! {
+                _ = exit.wait_for(Option::is_some) => {}
+                _ = tokio::time::sleep(grace) => {
+                    let _ = handle.kill();
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// SIGKILL to the group now.
+    pub fn kill(&self) -> Result<(), RuntimeError> {
+        self.signal(Signal::SIGKILL)
+    }
+}
