@@ -172,52 +172,6 @@ impl SqlStore {
         Ok(ExperimentPage { experiments, total })
     }
 
-    pub(crate) async fn update_experiment_state_impl(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()> {
-        let done = on_pool!(self, pool => {
-            sqlx::query("UPDATE experiments SET state = $2, end_time = $3 WHERE id = $1")
-                .bind(id)
-                .bind(state)
-                .bind(end_time)
-                .execute(pool)
-                .await?
-                .rows_affected()
-        });
-        expect_row(done, "experiment", id)
-    }
-
-    pub(crate) async fn update_experiment_state_if_impl(
-        &self,
-        id: i32,
-        from: &[&str],
-        to: &str,
-        end_time: Option<DateTime<Utc>>,
-    ) -> StoreResult<bool> {
-        let mut args = Args::default();
-        args.push(id);
-        args.push(to);
-        args.push(end_time);
-        let mut cond = Conditions::default();
-        cond.and("id = $1");
-        // An empty `from` matches nothing (IN () is not SQL).
-        cond.and(if from.is_empty() { "FALSE".to_owned() } else { format!("state IN ({})", args.push_list(from.iter().copied())) });
-        let sql = format!("UPDATE experiments SET state = $2, end_time = $3 WHERE {}", cond.sql());
-        let done = on_pool!(self, pool => {
-            bind_args!(sqlx::query(AssertSqlSafe(sql.as_str())), args).execute(pool).await?.rows_affected()
-        });
-        if done == 0 {
-            // Tell "not in a `from` state" apart from "no such experiment".
-            self.experiment_exists(id).await?;
-        }
-        Ok(done > 0)
-    }
-
-    async fn experiment_exists(&self, id: i32) -> StoreResult<()> {
-        let found = on_pool!(self, pool => {
-            sqlx::query_scalar::<_, i32>("SELECT id FROM experiments WHERE id = $1").bind(id).fetch_optional(pool).await?
-        });
-        found.map(|_| ()).ok_or_else(|| StoreError::not_found("experiment", id))
-    }
-
     pub(crate) async fn set_experiment_archived_impl(&self, id: i32, archived: bool) -> StoreResult<()> {
         let done = on_pool!(self, pool => {
             sqlx::query("UPDATE experiments SET archived = $2 WHERE id = $1").bind(id).bind(archived).execute(pool).await?.rows_affected()

@@ -8,6 +8,7 @@ pub(crate) mod args;
 mod checkpoints;
 mod cluster;
 mod experiments;
+mod lifecycle;
 mod metrics;
 mod sessions;
 mod store_impl;

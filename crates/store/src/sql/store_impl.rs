@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::lifecycle::Lifecycle;
 use super::{Pool, SqlStore};
 use crate::Store;
 use crate::error::StoreResult;
@@ -103,11 +104,11 @@ impl Store for SqlStore {
     }
 
     async fn update_experiment_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()> {
-        self.update_experiment_state_impl(id, state, end_time).await
+        self.set_state(Lifecycle::Experiment, id, state, end_time).await
     }
 
     async fn update_experiment_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool> {
-        self.update_experiment_state_if_impl(id, from, to, end_time).await
+        self.set_state_if(Lifecycle::Experiment, id, from, to, end_time).await
     }
 
     async fn set_experiment_archived(&self, id: i32, archived: bool) -> StoreResult<()> {
@@ -159,11 +160,11 @@ impl Store for SqlStore {
     }
 
     async fn update_trial_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()> {
-        self.update_trial_state_impl(id, state, end_time).await
+        self.set_state(Lifecycle::Trial, id, state, end_time).await
     }
 
     async fn update_trial_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool> {
-        self.update_trial_state_if_impl(id, from, to, end_time).await
+        self.set_state_if(Lifecycle::Trial, id, from, to, end_time).await
     }
 
     async fn record_trial_restart(&self, id: i32) -> StoreResult<TrialRecord> {

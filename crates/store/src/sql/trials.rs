@@ -129,42 +129,6 @@ impl SqlStore {
         Ok(TrialPage { trials, total })
     }
 
-    pub(crate) async fn update_trial_state_impl(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()> {
-        let done = on_pool!(self, pool => {
-            sqlx::query("UPDATE trials SET state = $2, end_time = $3 WHERE id = $1")
-                .bind(id)
-                .bind(state)
-                .bind(end_time)
-                .execute(pool)
-                .await?
-                .rows_affected()
-        });
-        expect_row(done, "trial", id)
-    }
-
-    pub(crate) async fn update_trial_state_if_impl(
-        &self,
-        id: i32,
-        from: &[&str],
-        to: &str,
-        end_time: Option<DateTime<Utc>>,
-    ) -> StoreResult<bool> {
-        let mut args = Args::default();
-        args.push(id);
-        args.push(to);
-        args.push(end_time);
-        let from_sql = if from.is_empty() { "FALSE".to_owned() } else { format!("state IN ({})", args.push_list(from.iter().copied())) };
-        let sql = format!("UPDATE trials SET state = $2, end_time = $3 WHERE id = $1 AND {from_sql}");
-        let done = on_pool!(self, pool => {
-            bind_args!(sqlx::query(AssertSqlSafe(sql.as_str())), args).execute(pool).await?.rows_affected()
-        });
-        if done == 0 {
-            // Tell "not in a `from` state" apart from "no such trial".
-            self.trial_by_id_impl(id).await?;
-        }
-        Ok(done > 0)
-    }
-
     /// Applies `set` (an assignment list over the trial's columns) and returns the updated trial.
     async fn update_trial_returning(&self, id: i32, set: &'static str) -> StoreResult<TrialRecord> {
         let sql = format!("UPDATE trials SET {set} WHERE id = $1 RETURNING {TRIAL_COLUMNS}");

@@ -1,0 +1,72 @@
+//! State changes of the entities with a lifecycle (experiments, trials): the same two statements,
+//! an unconditional write and a compare-and-set, over different tables.
+
+use chrono::{DateTime, Utc};
+use sqlx::AssertSqlSafe;
+
+use super::args::{Args, bind_args};
+use super::{SqlStore, expect_row, on_pool};
+use crate::error::{StoreError, StoreResult};
+
+/// A table whose rows carry `id`, `state` and `end_time`.
+#[derive(Clone, Copy)]
+pub(crate) enum Lifecycle {
+    Experiment,
+    Trial,
+}
+
+impl Lifecycle {
+    fn table(self) -> &'static str {
+        match self {
+            Lifecycle::Experiment => "experiments",
+            Lifecycle::Trial => "trials",
+        }
+    }
+
+    fn entity(self) -> &'static str {
+        match self {
+            Lifecycle::Experiment => "experiment",
+            Lifecycle::Trial => "trial",
+        }
+    }
+}
+
+impl SqlStore {
+    pub(crate) async fn set_state(&self, of: Lifecycle, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()> {
+        let sql = format!("UPDATE {} SET state = $2, end_time = $3 WHERE id = $1", of.table());
+        let done = on_pool!(self, pool => {
+            sqlx::query(AssertSqlSafe(sql.as_str())).bind(id).bind(state).bind(end_time).execute(pool).await?.rows_affected()
+        });
+        expect_row(done, of.entity(), id)
+    }
+
+    /// Moves the row to `to` only if it is in one of `from`; returns whether it moved.
+    pub(crate) async fn set_state_if(
+        &self,
+        of: Lifecycle,
+        id: i32,
+        from: &[&str],
+        to: &str,
+        end_time: Option<DateTime<Utc>>,
+    ) -> StoreResult<bool> {
+        let mut args = Args::default();
+        args.push(id);
+        args.push(to);
+        args.push(end_time);
+        // An empty `from` matches nothing (IN () is not SQL).
+        let from_sql = if from.is_empty() { "FALSE".to_owned() } else { format!("state IN ({})", args.push_list(from.iter().copied())) };
+        let sql = format!("UPDATE {} SET state = $2, end_time = $3 WHERE id = $1 AND {from_sql}", of.table());
+        let done = on_pool!(self, pool => {
+            bind_args!(sqlx::query(AssertSqlSafe(sql.as_str())), args).execute(pool).await?.rows_affected()
+        });
+        if done == 0 {
+            // Tell "not in a `from` state" apart from "no such row".
+            let exists_sql = format!("SELECT id FROM {} WHERE id = $1", of.table());
+            let found = on_pool!(self, pool => {
+                sqlx::query_scalar::<_, i32>(AssertSqlSafe(exists_sql.as_str())).bind(id).fetch_optional(pool).await?
+            });
+            found.ok_or_else(|| StoreError::not_found(of.entity(), id))?;
+        }
+        Ok(done > 0)
+    }
+}
