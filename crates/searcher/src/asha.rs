@@ -63,6 +63,14 @@ pub(crate) struct RungEntry {
 
 /// Inserts keeping the rung sorted (best first) and returns the new entry's rank: the number of
 /// strictly better metrics, so a tie ranks with the earlier entries.
+/// A snapshot must come from a bracket with the same number of rungs as the configuration.
+pub(crate) fn check_snapshot_rungs(found: usize, expected: usize) -> SearcherResult<()> {
+    if found == expected {
+        return Ok(());
+    }
+    Err(crate::SearcherError::SnapshotMismatch(format!("snapshot bracket has {found} rungs, the configuration gives {expected}")))
+}
+
 pub(crate) fn insert_ranked(rung: &mut Vec<RungEntry>, id: RequestId, metric: f64) -> usize {
     let rank = rung.partition_point(|e| e.metric < metric);
     rung.insert(rank, RungEntry { id, metric });
@@ -184,13 +192,7 @@ impl SearchMethod for StoppingBracket {
 
     fn restore(&mut self, state: &Value) -> SearcherResult<()> {
         let restored = StoppingState::deserialize(state)?;
-        if restored.rungs.len() != self.params.num_rungs() {
-            return Err(crate::SearcherError::SnapshotMismatch(format!(
-                "snapshot bracket has {} rungs, the configuration gives {}",
-                restored.rungs.len(),
-                self.params.num_rungs()
-            )));
-        }
+        check_snapshot_rungs(restored.rungs.len(), self.params.num_rungs())?;
         self.state = restored;
         Ok(())
     }

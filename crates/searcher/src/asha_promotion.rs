@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::asha::{BracketParams, EXITED_METRIC};
+use crate::asha::{BracketParams, EXITED_METRIC, check_snapshot_rungs};
 use crate::error::SearcherResult;
 use crate::method::{Context, SearchMethod, Trials, to_json};
 use crate::ops::{ExitReason, Operation, RequestId};
@@ -198,13 +198,7 @@ impl SearchMethod for PromotionBracket {
 
     fn restore(&mut self, state: &Value) -> SearcherResult<()> {
         let restored = PromotionState::deserialize(state)?;
-        if restored.rungs.len() != self.params.num_rungs() {
-            return Err(crate::SearcherError::SnapshotMismatch(format!(
-                "snapshot bracket has {} rungs, the configuration gives {}",
-                restored.rungs.len(),
-                self.params.num_rungs()
-            )));
-        }
+        check_snapshot_rungs(restored.rungs.len(), self.params.num_rungs())?;
         self.state = restored;
         Ok(())
     }
