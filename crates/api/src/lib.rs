@@ -6,6 +6,7 @@
 //! every non-`optional` field always emitted. This crate has no I/O; both the master (serialising)
 //! and the `det` CLI (parsing) depend on it, so the two cannot drift apart.
 
+pub mod agent_protocol;
 pub mod checkpoints;
 pub mod error;
 pub mod experiments;

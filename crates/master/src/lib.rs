@@ -5,6 +5,7 @@
 //! functions both layers use.
 
 pub mod auth;
+pub mod cluster;
 pub mod config;
 mod error;
 mod http;
@@ -43,12 +44,14 @@ pub struct Master {
     listener: TcpListener,
     state: AppState,
     store: Arc<SqlStore>,
+    cluster_events: tokio::sync::mpsc::UnboundedReceiver<cluster::ClusterEvent>,
 }
 
 impl Master {
     /// Opens the store (applying migrations), creates default users, binds the port.
     pub async fn start(config: MasterConfig) -> Result<Master, MasterError> {
         let store = Arc::new(open_store(&config).await?);
+        let (cluster, cluster_events) = cluster::ClusterHandle::new();
         let state = AppState::new(
             store.clone(),
             config.clone(),
@@ -57,6 +60,7 @@ impl Master {
                 cluster_id: store.cluster_id().await.map_err(|source| MasterError::Store { backend: store.backend(), source })?,
                 cluster_name: config.cluster_name.clone(),
             },
+            cluster,
         );
         state
             .users
@@ -65,7 +69,7 @@ impl Master {
             .map_err(|e| MasterError::Bootstrap(e.message))?;
         let addr = SocketAddr::from(([0, 0, 0, 0], config.port));
         let listener = TcpListener::bind(addr).await.map_err(|source| MasterError::Bind { port: config.port, source })?;
-        Ok(Master { listener, state, store })
+        Ok(Master { listener, state, store, cluster_events })
     }
 
     /// The store this master writes, for tools and tests that seed or inspect it directly.
@@ -79,11 +83,17 @@ impl Master {
 
     /// Serves until `shutdown` resolves, then drains connections and closes the store.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), MasterError> {
-        let Master { listener, state, store } = self;
+        let Master { listener, state, store, cluster_events } = self;
+        // The single writer loop is started in a later step; until then events are drained.
+        let cluster_loop = tokio::spawn(async move {
+            let mut events = cluster_events;
+            while events.recv().await.is_some() {}
+        });
         let purger = tokio::spawn(purge_sessions_periodically(state.clone()));
         let app = http::router(state);
         let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(MasterError::Serve);
         purger.abort();
+        cluster_loop.abort();
         store.close().await;
         result
     }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use resolute_store::Store;
 
+use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
 use crate::services::{AuthService, ExperimentService, SessionCache, UserService};
 
@@ -24,10 +25,13 @@ pub struct AppState {
     pub auth: AuthService,
     pub users: UserService,
     pub experiments: ExperimentService,
+    /// The single writer loop's inbox, preemption signals and cluster view.
+    pub cluster: ClusterHandle,
+    pub store: Arc<dyn Store>,
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn Store>, config: MasterConfig, identity: Identity) -> AppState {
+    pub fn new(store: Arc<dyn Store>, config: MasterConfig, identity: Identity, cluster: ClusterHandle) -> AppState {
         let lifespan = chrono::TimeDelta::days(i64::from(config.security.token.default_lifespan_days));
         let sessions = Arc::new(SessionCache::default());
         let experiments = ExperimentService::new(store.clone(), config.checkpoint_storage.clone(), &config.data_dir());
@@ -36,6 +40,8 @@ impl AppState {
             auth: AuthService::new(store.clone(), sessions.clone(), lifespan),
             users: UserService::new(store.clone(), sessions),
             experiments,
+            cluster,
+            store,
             config: Arc::new(config),
         }
     }

@@ -1,0 +1,211 @@
+//! The master ↔ agent protocol: one JSON object per websocket text frame on
+//! `GET /agents?id=<agent_id>&version=<v>&resource_pool=<pool>&hostname=<host>&reconnect=<bool>`.
+//!
+//! Modelled on upstream's agent RM protocol (externally tagged envelopes: exactly one variant per
+//! message, `{"StartTask": {…}}`), but for a process runtime rather than Docker: a task is an
+//! entrypoint, an environment and a work-dir archive, not a container spec. Only our own agent
+//! speaks it, so field names are ours (snake_case).
+//!
+//! Order of a session: the agent connects; the master sends [`MasterToAgent::MasterSetAgentOptions`];
+//! the agent answers [`AgentToMaster::AgentStarted`] with its devices; from then on the master sends
+//! `StartTask`/`SignalTask`/`KillTask` and the agent streams `TaskLogs` and `TaskStateChanged`. A
+//! task's last log batch is always sent before its `Terminated` state change.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Query parameters of the agent websocket upgrade.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentConnectQuery {
+    pub id: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default = "default_pool")]
+    pub resource_pool: String,
+    #[serde(default)]
+    pub hostname: String,
+    /// The agent had a session before (it reconnects after losing it).
+    #[serde(default)]
+    pub reconnect: bool,
+}
+
+fn default_pool() -> String {
+    "default".to_owned()
+}
+
+/// Messages from the master.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MasterToAgent {
+    /// Sent first on every connection.
+    MasterSetAgentOptions(AgentOptions),
+    StartTask(Box<StartTask>),
+    /// Graceful stop: SIGTERM to the task's process group, SIGKILL after the agent's grace period.
+    TerminateTask { container_id: String },
+    /// Immediate SIGKILL to the task's process group.
+    KillTask { container_id: String },
+    /// The master refuses this agent (e.g. a duplicate id); the agent logs `err_msg` and exits.
+    AgentShutdown { err_msg: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentOptions {
+    pub master_id: String,
+    pub cluster_id: String,
+    pub cluster_name: String,
+    /// The master's version (`DETERMINED_VERSION`).
+    pub version: String,
+    /// Containers (tasks) the master still believes run on this agent, for reattachment after a
+    /// reconnect. The agent reports which of them it still supervises.
+    #[serde(default)]
+    pub tasks_to_reattach: Vec<String>,
+}
+
+/// Messages from the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum AgentToMaster {
+    AgentStarted(AgentStarted),
+    TaskStateChanged(TaskStateChanged),
+    TaskLogs { lines: Vec<TaskLogLine> },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentStarted {
+    pub version: String,
+    pub devices: Vec<AgentDevice>,
+    pub resource_pool: String,
+    #[serde(default)]
+    pub hostname: String,
+    /// Of `tasks_to_reattach`, the container ids still running here.
+    #[serde(default)]
+    pub tasks_reattached: Vec<String>,
+}
+
+/// One slot the agent offers (upstream `device.Device`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentDevice {
+    /// The slot id: the device index (`/agents/<agent>/slots/<id>`).
+    pub id: u32,
+    /// E.g. "NVIDIA H100 80GB HBM3", or "<cpu model> x 16 cores".
+    pub brand: String,
+    /// GPU UUID; empty for CPU slots.
+    pub uuid: String,
+    /// `cpu`, `cuda` or `rocm`, as upstream's agent wire.
+    #[serde(rename = "type")]
+    pub device_type: String,
+}
+
+/// Everything the agent needs to run one task's process.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StartTask {
+    /// The resources id of this process; the handle for signals and reports.
+    pub container_id: String,
+    pub task_id: String,
+    pub allocation_id: String,
+    /// `TRIAL`, `COMMAND`, `CHECKPOINT_GC`, … (the `DET_TASK_TYPE` values).
+    pub task_type: String,
+    /// Human-readable ("Trial 34 (Experiment 12)").
+    #[serde(default)]
+    pub description: String,
+    /// The slots assigned, by device id; they must be devices this agent reported.
+    pub slot_ids: Vec<u32>,
+    /// A string is run with `sh -c`, a list is an argv (upstream `entrypoint`).
+    pub entrypoint: TaskEntrypoint,
+    /// `DET_*` variables from the master and the user's `environment_variables`. The agent adds
+    /// what only it knows (agent id, container id, slot ids, CUDA_VISIBLE_DEVICES).
+    pub env: BTreeMap<String, String>,
+    /// A tar.gz of the work dir (the model definition), base64; extracted before start.
+    #[serde(default)]
+    pub work_dir_archive_b64: Option<String>,
+    /// Overrides the agent's interpreter for this task (the experiment's `environment.python`).
+    #[serde(default)]
+    pub python: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TaskEntrypoint {
+    Argv(Vec<String>),
+    Shell(String),
+}
+
+/// Upstream container states, in order (agent wire spelling).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TaskState {
+    Assigned,
+    Pulling,
+    Starting,
+    Running,
+    Terminated,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskStateChanged {
+    pub container_id: String,
+    pub allocation_id: String,
+    pub state: TaskState,
+    /// Set with `Running`: the process id, for diagnostics.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// Set with `Terminated`.
+    #[serde(default)]
+    pub exit: Option<TaskExitInfo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskExitInfo {
+    /// The exit code when the process exited; `None` when it was killed by a signal or never started.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Why the task failed, for humans ("the process exited with code 1", "the entrypoint could not
+    /// start: …"); `None` on exit code 0.
+    pub failure: Option<String>,
+}
+
+impl TaskExitInfo {
+    pub fn succeeded(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+}
+
+/// One line of a task's output, as the agent captured it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskLogLine {
+    pub container_id: String,
+    pub allocation_id: String,
+    pub task_id: String,
+    pub timestamp: DateTime<Utc>,
+    /// `stdout` or `stderr`.
+    pub stdtype: String,
+    /// From a `[rank=N] ` prefix, which is stripped from `log`.
+    #[serde(default)]
+    pub rank_id: Option<i32>,
+    /// `LOG_LEVEL_INFO`, … from a `LEVEL:` prefix (as upstream's ship_logs.py); `None` otherwise.
+    #[serde(default)]
+    pub level: Option<String>,
+    /// The line with its trailing newline.
+    pub log: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes_are_externally_tagged() {
+        let msg = MasterToAgent::TerminateTask { container_id: "c1".into() };
+        assert_eq!(serde_json::to_string(&msg).unwrap(), r#"{"TerminateTask":{"container_id":"c1"}}"#);
+        let back: MasterToAgent = serde_json::from_str(r#"{"KillTask":{"container_id":"c2"}}"#).unwrap();
+        assert_eq!(back, MasterToAgent::KillTask { container_id: "c2".into() });
+    }
+
+    #[test]
+    fn entrypoint_is_string_or_list() {
+        let shell: TaskEntrypoint = serde_json::from_str(r#""python3 train.py""#).unwrap();
+        assert_eq!(shell, TaskEntrypoint::Shell("python3 train.py".into()));
+        let argv: TaskEntrypoint = serde_json::from_str(r#"["python3","train.py"]"#).unwrap();
+        assert_eq!(argv, TaskEntrypoint::Argv(vec!["python3".into(), "train.py".into()]));
+    }
+}

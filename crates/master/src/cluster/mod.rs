@@ -1,0 +1,83 @@
+//! The cluster: connected agents, the scheduler, and the single writer loop that turns searcher
+//! operations into trials, trials into allocations, and agent reports into state changes.
+//!
+//! HTTP handlers never change trial, allocation or agent state themselves: they write what they
+//! own (metrics, checkpoints, logs) to the store and [`ClusterHandle::notify`] the loop, which
+//! decides. Preemption signals are the one thing handlers read directly ([`PreemptionSignals`]).
+
+mod signals;
+mod view;
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+pub use signals::PreemptionSignals;
+pub use view::{AgentView, ClusterView, ContainerView, SlotView};
+
+/// Something the loop must react to.
+#[derive(Debug)]
+pub enum ClusterEvent {
+    /// An experiment was created or its state changed through the API (activate, pause, cancel,
+    /// kill): the loop reconciles its trials with the new state.
+    ExperimentChanged { experiment_id: i32 },
+    /// A validation report was stored for the trial (`metrics` are its `avgMetrics`).
+    ValidationReported { trial_id: i32, trial_run_id: i32, steps_completed: i64, metrics: Map<String, Value> },
+    /// `POST /api/v1/trials/{id}/progress`: the fraction of the trial's searcher length done.
+    ProgressReported { trial_id: i32, progress: f64 },
+    /// `POST /api/v1/trials/{id}/early_exit` (e.g. `EXITED_REASON_INVALID_HP`).
+    EarlyExit { trial_id: i32, reason: String },
+    /// `POST /api/v1/allocations/{id}/signals/ack_preemption`: the task will exit because it was
+    /// preempted, so exit 0 does not mean "done".
+    PreemptionAcknowledged { allocation_id: String },
+    /// `POST /api/v1/allocations/{id}/signals/pending_preemption`: the task asks to be preempted.
+    PreemptionRequested { allocation_id: String },
+    /// `POST /api/v1/trials/{id}/kill`.
+    KillTrial { trial_id: i32 },
+}
+
+/// What HTTP handlers hold: a way to notify the loop, the preemption signals, and a read-only
+/// view of agents and running containers (refreshed by the loop).
+#[derive(Clone)]
+pub struct ClusterHandle {
+    events: mpsc::UnboundedSender<ClusterEvent>,
+    signals: Arc<PreemptionSignals>,
+    view: Arc<RwLock<ClusterView>>,
+}
+
+impl ClusterHandle {
+    /// A handle and the receiving end the loop consumes.
+    pub fn new() -> (ClusterHandle, mpsc::UnboundedReceiver<ClusterEvent>) {
+        let (events, receiver) = mpsc::unbounded_channel();
+        let handle =
+            ClusterHandle { events, signals: Arc::new(PreemptionSignals::default()), view: Arc::new(RwLock::new(ClusterView::default())) };
+        (handle, receiver)
+    }
+
+    /// Queues an event for the loop; dropped silently once the loop has stopped (shutdown).
+    pub fn notify(&self, event: ClusterEvent) {
+        let _ = self.events.send(event);
+    }
+
+    pub fn signals(&self) -> &Arc<PreemptionSignals> {
+        &self.signals
+    }
+
+    /// Waits up to `timeout` for the allocation's preemption signal.
+    pub async fn wait_for_preemption(&self, allocation_id: &str, timeout: Duration) -> bool {
+        self.signals.wait(allocation_id, timeout).await
+    }
+
+    /// A snapshot of the agents, their slots and the containers on them.
+    pub fn view(&self) -> ClusterView {
+        self.view.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the published view (the loop calls this after each change).
+    #[allow(dead_code)] // used by the loop, which lands next
+    pub(crate) fn publish(&self, view: ClusterView) {
+        *self.view.write().unwrap_or_else(|p| p.into_inner()) = view;
+    }
+}
