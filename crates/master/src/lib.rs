@@ -84,11 +84,8 @@ impl Master {
     /// Serves until `shutdown` resolves, then drains connections and closes the store.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), MasterError> {
         let Master { listener, state, store, cluster_events } = self;
-        // The single writer loop is started in a later step; until then events are drained.
-        let cluster_loop = tokio::spawn(async move {
-            let mut events = cluster_events;
-            while events.recv().await.is_some() {}
-        });
+        let cluster_loop =
+            tokio::spawn(cluster::run_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), cluster_events));
         let purger = tokio::spawn(purge_sessions_periodically(state.clone()));
         let app = http::router(state);
         let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(MasterError::Serve);

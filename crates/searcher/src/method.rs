@@ -110,7 +110,7 @@ impl Context<'_> {
 
 /// One search method. Metrics arrive sign-adjusted: smaller is always better here. The front end
 /// filters events the method must not see (duplicates, validations after a stop).
-pub(crate) trait SearchMethod: Send {
+pub(crate) trait SearchMethod: Send + Sync {
     fn initial_operations(&mut self, ctx: &mut Context) -> Vec<Operation>;
     fn validation_completed(&mut self, ctx: &mut Context, id: RequestId, metric: f64, time_progress: u64) -> Vec<Operation>;
     fn trial_exited_early(&mut self, ctx: &mut Context, id: RequestId, reason: ExitReason) -> Vec<Operation>;

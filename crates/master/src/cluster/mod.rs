@@ -5,16 +5,29 @@
 //! own (metrics, checkpoints, logs) to the store and [`ClusterHandle::notify`] the loop, which
 //! decides. Preemption signals are the one thing handlers read directly ([`PreemptionSignals`]).
 
+mod agent_registry;
+mod exit;
+mod experiment_flow;
+mod orchestrator;
+mod runs;
+mod search_config;
 mod signals;
+mod task_env;
+mod trial_flow;
 mod view;
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use resolute_api::agent_protocol::{AgentConnectQuery, AgentToMaster, MasterToAgent};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
+pub use orchestrator::{Orchestrator, Timing, run_loop};
 pub use signals::PreemptionSignals;
+
+/// The pool agents and experiments use when they name none.
+pub const DEFAULT_POOL: &str = "default";
 pub use view::{AgentView, ClusterView, ContainerView, SlotView};
 
 /// Something the loop must react to.
@@ -22,20 +35,66 @@ pub use view::{AgentView, ClusterView, ContainerView, SlotView};
 pub enum ClusterEvent {
     /// An experiment was created or its state changed through the API (activate, pause, cancel,
     /// kill): the loop reconciles its trials with the new state.
-    ExperimentChanged { experiment_id: i32 },
+    ExperimentChanged {
+        experiment_id: i32,
+    },
     /// A validation report was stored for the trial (`metrics` are its `avgMetrics`).
-    ValidationReported { trial_id: i32, trial_run_id: i32, steps_completed: i64, metrics: Map<String, Value> },
+    ValidationReported {
+        trial_id: i32,
+        trial_run_id: i32,
+        steps_completed: i64,
+        metrics: Map<String, Value>,
+    },
     /// `POST /api/v1/trials/{id}/progress`: the fraction of the trial's searcher length done.
-    ProgressReported { trial_id: i32, progress: f64 },
+    ProgressReported {
+        trial_id: i32,
+        progress: f64,
+    },
     /// `POST /api/v1/trials/{id}/early_exit` (e.g. `EXITED_REASON_INVALID_HP`).
-    EarlyExit { trial_id: i32, reason: String },
+    EarlyExit {
+        trial_id: i32,
+        reason: String,
+    },
     /// `POST /api/v1/allocations/{id}/signals/ack_preemption`: the task will exit because it was
     /// preempted, so exit 0 does not mean "done".
-    PreemptionAcknowledged { allocation_id: String },
+    PreemptionAcknowledged {
+        allocation_id: String,
+    },
     /// `POST /api/v1/allocations/{id}/signals/pending_preemption`: the task asks to be preempted.
-    PreemptionRequested { allocation_id: String },
+    PreemptionRequested {
+        allocation_id: String,
+    },
     /// `POST /api/v1/trials/{id}/kill`.
-    KillTrial { trial_id: i32 },
+    KillTrial {
+        trial_id: i32,
+    },
+    /// An agent's websocket opened; `outbox` reaches it until `AgentDisconnected` with this `conn_id`.
+    AgentConnected {
+        conn_id: u64,
+        query: AgentConnectQuery,
+        outbox: mpsc::UnboundedSender<MasterToAgent>,
+    },
+    /// A message from a connected agent (log batches are stored by the connection itself).
+    AgentMessage {
+        conn_id: u64,
+        agent_id: String,
+        message: AgentToMaster,
+    },
+    AgentDisconnected {
+        conn_id: u64,
+        agent_id: String,
+    },
+    /// Timers the loop set for itself.
+    Timer(Timer),
+}
+
+/// Deadlines the loop arms with [`ClusterHandle::notify_after`].
+#[derive(Debug)]
+pub enum Timer {
+    /// A gracefully terminated allocation that has not exited by now is killed.
+    KillIfRunning { allocation_id: String },
+    /// An agent that has not reconnected by now is forgotten and its allocations fail.
+    ReconnectExpired { agent_id: String, conn_id: u64 },
 }
 
 /// What HTTP handlers hold: a way to notify the loop, the preemption signals, and a read-only
@@ -61,6 +120,15 @@ impl ClusterHandle {
         let _ = self.events.send(event);
     }
 
+    /// Queues `event` after `delay` (for the loop's own deadlines).
+    pub(crate) fn notify_after(&self, delay: Duration, event: ClusterEvent) {
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = events.send(event);
+        });
+    }
+
     pub fn signals(&self) -> &Arc<PreemptionSignals> {
         &self.signals
     }
@@ -76,7 +144,6 @@ impl ClusterHandle {
     }
 
     /// Replaces the published view (the loop calls this after each change).
-    #[allow(dead_code)] // used by the loop, which lands next
     pub(crate) fn publish(&self, view: ClusterView) {
         *self.view.write().unwrap_or_else(|p| p.into_inner()) = view;
     }

@@ -1,5 +1,6 @@
 //! The HTTP surface: a thin layer that parses requests, calls services and renders results.
 
+mod agents;
 mod auth;
 mod experiment_items;
 mod experiment_wire;
@@ -58,6 +59,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/experiments/{id}/checkpoints", get(experiment_items::checkpoints))
         .route("/api/v1/experiments/{id}/model_def", get(experiment_items::model_def))
         .route("/api/v1/trials/{id}", get(experiment_items::trial))
+        .route("/agents", get(agents::connect))
+        .route("/api/v1/agents", get(agents::list))
+        .route("/api/v1/agents/{id}", get(agents::get))
+        .route("/api/v1/agents/{id}/slots", get(agents::slots))
         .route("/api/v1/openapi.json", get(openapi::document))
         .route("/api/v1/api.swagger.json", get(openapi::document))
         .fallback(not_found)

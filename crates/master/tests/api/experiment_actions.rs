@@ -11,6 +11,18 @@ async fn state(m: &TestMaster, token: &str, id: i64) -> Value {
     r.body["experiment"].clone()
 }
 
+/// Waits for the loop to settle the experiment in `want`.
+async fn settled(m: &TestMaster, token: &str, id: i64, want: &str) -> Value {
+    for _ in 0..200 {
+        let exp = state(m, token, id).await;
+        if exp["state"] == want {
+            return exp;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("experiment {id} never reached {want}: {}", state(m, token, id).await);
+}
+
 async fn act(m: &TestMaster, token: &str, id: i64, action: &str) -> crate::harness::Reply {
     m.post(&format!("/api/v1/experiments/{id}/{action}"), Some(token), json!({})).await
 }
@@ -26,10 +38,9 @@ pub async fn state_transitions_follow_upstream(m: &TestMaster) {
         assert_eq!(r.body, json!({}));
         assert_eq!(state(m, &admin, id).await["state"], expected, "after {action}");
     }
-    // No trial runs yet, so a cancel lands straight in CANCELED, with an end time.
+    // No agent, so the trial never started: the cancel settles in CANCELED, with an end time.
     assert_eq!(act(m, &admin, id, "cancel").await.status, 200);
-    let exp = state(m, &admin, id).await;
-    assert_eq!(exp["state"], "STATE_CANCELED");
+    let exp = settled(m, &admin, id, "STATE_CANCELED").await;
     assert!(exp["endTime"].is_string(), "{exp}");
     for action in ["activate", "pause"] {
         let r = act(m, &admin, id, action).await;
@@ -59,6 +70,7 @@ pub async fn archive_and_delete_only_finished_experiments(m: &TestMaster) {
     assert_error(&m.delete(&format!("/api/v1/experiments/{id}"), Some(&admin)).await, 400, "FailedPrecondition");
 
     act(m, &admin, id, "cancel").await;
+    settled(m, &admin, id, "STATE_CANCELED").await;
     for _ in 0..2 {
         assert_eq!(act(m, &admin, id, "archive").await.status, 200);
         assert_eq!(state(m, &admin, id).await["archived"], true);

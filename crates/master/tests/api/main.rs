@@ -3,6 +3,7 @@
 
 mod auth;
 mod bad_input;
+mod cluster_loop;
 mod context;
 mod experiment_actions;
 mod experiment_lists;
@@ -42,6 +43,11 @@ harness::api_test!(experiment_actions::labels_and_patch);
 harness::api_test!(experiment_actions::only_owner_or_admin_can_change);
 harness::api_test!(experiment_lists::list_filters_sorts_and_paginates);
 harness::api_test!(experiment_lists::trials_and_checkpoints);
+harness::api_test!(cluster_loop::single_trial_runs_to_completion);
+harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
+harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
+harness::api_test!(cluster_loop::kill_stops_the_process);
+harness::api_test!(cluster_loop::duplicate_agent_id_is_refused);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {

@@ -1,0 +1,451 @@
+//! Experiments in the loop: loading one (searcher built or restored), turning searcher operations
+//! into trials, following the experiment's state (pause, activate, cancel, kill) and ending it.
+
+use resolute_expconf::{Defaults, parse_experiment_config};
+use resolute_searcher::{ExitReason, Operation, RequestId, Searcher};
+use resolute_store::{ExperimentFilter, NewTask, NewTrial, TrialFilter, db_now};
+use serde_json::{Map, Value};
+
+use super::orchestrator::{LoopError, LoopResult, Orchestrator};
+use super::runs::{ExperimentRun, TrialRun};
+use super::search_config::{length_unit, searcher_config, time_progress};
+use crate::services::experiment_state::ExperimentState;
+
+/// Trial states that are over.
+pub(super) const TERMINAL_TRIAL_STATES: [&str; 3] = ["STATE_COMPLETED", "STATE_CANCELED", "STATE_ERROR"];
+
+impl Orchestrator {
+    /// After a master start: every unfinished experiment is loaded again; allocations the previous
+    /// master ran are gone with it, so their trials run again from their latest checkpoints.
+    pub(super) async fn recover(&mut self) -> LoopResult<()> {
+        let states = [
+            ExperimentState::Active,
+            ExperimentState::Paused,
+            ExperimentState::StoppingCompleted,
+            ExperimentState::StoppingCanceled,
+            ExperimentState::StoppingKilled,
+            ExperimentState::StoppingError,
+        ];
+        let filter = ExperimentFilter { states: states.iter().map(|s| s.as_str().to_owned()).collect(), ..Default::default() };
+        let page = self.store.list_experiments(&filter).await?;
+        for record in page.experiments {
+            let open = self.store.list_tasks(&resolute_store::TaskFilter { open_only: true, ..Default::default() }).await?;
+            for task in open.iter().filter(|t| t.task.task_id.starts_with(&format!("{}.", record.id))) {
+                for allocation in task.allocations.iter().filter(|a| a.end_time.is_none()) {
+                    let patch = resolute_store::AllocationPatch {
+                        state: Some("STATE_TERMINATED".into()),
+                        end_time: Some(db_now()),
+                        exit_reason: Some("the master restarted".into()),
+                        ..Default::default()
+                    };
+                    self.store.update_allocation(&allocation.allocation_id, &patch).await?;
+                    self.store.delete_allocation_sessions(&allocation.allocation_id).await?;
+                }
+            }
+            if let Err(e) = self.experiment_changed(record.id).await {
+                tracing::error!(experiment = record.id, error = %e, "cannot resume experiment after restart");
+            }
+        }
+        Ok(())
+    }
+
+    /// The experiment was created or its state changed: bring its trials in line.
+    pub(super) async fn experiment_changed(&mut self, id: i32) -> LoopResult<()> {
+        let record = self.store.experiment_by_id(id).await?;
+        let state = ExperimentState::parse(&record.state).ok_or_else(|| LoopError::Other(format!("unknown state {}", record.state)))?;
+        if !self.experiments.contains_key(&id) {
+            if state.is_terminal() || matches!(state, ExperimentState::Deleting | ExperimentState::Deleted) {
+                return Ok(());
+            }
+            self.load_experiment(record).await?;
+        }
+        let Some(exp) = self.experiments.get_mut(&id) else { return Ok(()) };
+        exp.state = state;
+        // The search starts when the experiment is first active (`--paused` creates no trials).
+        if state == ExperimentState::Active && !exp.search_started {
+            exp.search_started = true;
+            let ops = exp.searcher.initial_operations()?;
+            self.apply_operations(id, ops).await?;
+        }
+        self.reconcile(id).await
+    }
+
+    async fn load_experiment(&mut self, record: resolute_store::ExperimentRecord) -> LoopResult<()> {
+        let text = record.config.to_string();
+        let config = parse_experiment_config(&text, &Defaults::new(0))
+            .map_err(|errors| LoopError::Other(format!("stored config no longer validates: {errors:?}")))?
+            .config;
+        let search = searcher_config(&config);
+        let unit = length_unit(&search);
+        let snapshot = self.store.searcher_snapshot(record.id).await?;
+        let fresh = snapshot.is_none();
+        let searcher = match &snapshot {
+            Some(s) => Searcher::restore(search, s)?,
+            None => Searcher::new(search)?,
+        };
+        let state = ExperimentState::parse(&record.state).unwrap_or(ExperimentState::Active);
+        let mut exp = ExperimentRun {
+            id: record.id,
+            state,
+            config,
+            config_json: record.config.clone(),
+            owner: record.owner_username.clone(),
+            job_id: record.job_id.clone(),
+            searcher,
+            length_unit: unit,
+            search_over: None,
+            search_started: false,
+            trials: Default::default(),
+            model_definition_b64: None,
+        };
+        exp.search_over = exp.searcher.shutdown();
+        // Trials already in the store (a restarted master).
+        let page = self.store.list_trials(&TrialFilter { experiment_id: record.id, ..Default::default() }).await?;
+        for t in page.trials {
+            let Ok(request_id) = t.request_id.parse::<u64>().map(RequestId) else { continue };
+            exp.trials.insert(request_id, t.id);
+            if TERMINAL_TRIAL_STATES.contains(&t.state.as_str()) {
+                continue;
+            }
+            self.trials.insert(
+                t.id,
+                TrialRun {
+                    experiment_id: t.experiment_id,
+                    request_id,
+                    task_id: t.task_id.clone(),
+                    run_id: t.run_id,
+                    restarts: u32::try_from(t.restarts).unwrap_or(0),
+                    hparams: t.hparams.clone(),
+                    seed: t.seed,
+                    allocation: None,
+                    killed: false,
+                    searcher_stopped: false,
+                    invalid_hp: false,
+                    warm_start: None,
+                },
+            );
+        }
+        exp.search_started = !fresh;
+        self.experiments.insert(record.id, exp);
+        Ok(())
+    }
+
+    /// Carries out searcher operations, then snapshots the searcher.
+    pub(super) async fn apply_operations(&mut self, experiment_id: i32, ops: Vec<Operation>) -> LoopResult<()> {
+        let mut queue: std::collections::VecDeque<Operation> = ops.into();
+        while let Some(op) = queue.pop_front() {
+            let more = match op {
+                Operation::Create { request_id, trial_seed, hparams, checkpoint_from } => {
+                    self.create_trial(experiment_id, request_id, trial_seed, hparams, checkpoint_from).await?
+                }
+                Operation::Stop { request_id } => self.searcher_stop(experiment_id, request_id).await?,
+                Operation::Close { .. } => Vec::new(),
+                Operation::Shutdown { failure } => {
+                    if let Some(exp) = self.experiments.get_mut(&experiment_id) {
+                        exp.search_over = Some(failure);
+                    }
+                    Vec::new()
+                }
+            };
+            queue.extend(more);
+        }
+        if let Some(exp) = self.experiments.get(&experiment_id) {
+            self.store.save_searcher_snapshot(experiment_id, &exp.searcher.snapshot()).await?;
+            self.store.set_experiment_progress(experiment_id, Some(exp.searcher.progress())).await?;
+        }
+        self.maybe_finish(experiment_id).await
+    }
+
+    async fn create_trial(
+        &mut self,
+        experiment_id: i32,
+        request_id: RequestId,
+        trial_seed: u32,
+        hparams: Value,
+        checkpoint_from: Option<RequestId>,
+    ) -> LoopResult<Vec<Operation>> {
+        let Some(exp) = self.experiments.get(&experiment_id) else { return Ok(Vec::new()) };
+        if exp.trials.contains_key(&request_id) {
+            // Replayed after a restart: the trial exists.
+            return Ok(Vec::new());
+        }
+        let warm_start = match checkpoint_from.and_then(|r| exp.trials.get(&r)) {
+            Some(parent) => self.store.trial_by_id(*parent).await?.latest_checkpoint_uuid,
+            None => None,
+        };
+        let state = if exp.state == ExperimentState::Paused { "STATE_PAUSED" } else { "STATE_ACTIVE" };
+        let task_id = format!("{experiment_id}.{}", uuid::Uuid::new_v4());
+        let now = db_now();
+        self.store
+            .create_task(NewTask {
+                task_id: task_id.clone(),
+                task_type: "TASK_TYPE_TRIAL".into(),
+                start_time: now,
+                job_id: Some(exp.job_id.clone()),
+                owner_id: None,
+            })
+            .await?;
+        let record = self
+            .store
+            .create_trial(NewTrial {
+                experiment_id,
+                request_id: request_id.0.to_string(),
+                task_id: task_id.clone(),
+                state: state.into(),
+                hparams: hparams.clone(),
+                seed: i64::from(trial_seed),
+                start_time: now,
+            })
+            .await?;
+        tracing::info!(experiment = experiment_id, trial = record.id, request = %request_id, "created trial");
+        self.trials.insert(
+            record.id,
+            TrialRun {
+                experiment_id,
+                request_id,
+                task_id,
+                run_id: record.run_id,
+                restarts: 0,
+                hparams,
+                seed: i64::from(trial_seed),
+                allocation: None,
+                killed: false,
+                searcher_stopped: false,
+                invalid_hp: false,
+                warm_start,
+            },
+        );
+        let exp = self.experiments.get_mut(&experiment_id).expect("checked above");
+        exp.trials.insert(request_id, record.id);
+        let ops = exp.searcher.trial_created(request_id)?;
+        if exp.state == ExperimentState::Active {
+            self.request_allocation(record.id).await?;
+        }
+        Ok(ops)
+    }
+
+    async fn searcher_stop(&mut self, experiment_id: i32, request_id: RequestId) -> LoopResult<Vec<Operation>> {
+        let Some(trial_id) = self.experiments.get(&experiment_id).and_then(|e| e.trials.get(&request_id)).copied() else {
+            return Ok(Vec::new());
+        };
+        let Some(trial) = self.trials.get_mut(&trial_id) else { return Ok(Vec::new()) };
+        trial.searcher_stopped = true;
+        self.store.set_trial_end_reason(trial_id, Some("stopped early by the searcher")).await?;
+        match trial.allocation.clone() {
+            Some(allocation_id) if self.allocations.get(&allocation_id).is_some_and(|a| !a.containers.is_empty()) => {
+                tracing::info!(trial = trial_id, "searcher stopped the trial; signalling it to checkpoint and exit");
+                self.preempt_allocation(&allocation_id);
+                Ok(Vec::new())
+            }
+            queued => {
+                if let Some(allocation_id) = queued {
+                    self.drop_queued_allocation(&allocation_id).await?;
+                }
+                self.end_trial(trial_id, "STATE_COMPLETED").await
+            }
+        }
+    }
+
+    /// Aligns trials with the experiment's state.
+    async fn reconcile(&mut self, experiment_id: i32) -> LoopResult<()> {
+        let Some(exp) = self.experiments.get(&experiment_id) else { return Ok(()) };
+        let state = exp.state;
+        let trial_ids: Vec<i32> = exp.trials.values().copied().filter(|t| self.trials.contains_key(t)).collect();
+        for trial_id in trial_ids {
+            let allocation = self.trials.get(&trial_id).and_then(|t| t.allocation.clone());
+            let running = allocation.as_ref().is_some_and(|a| self.allocations.get(a).is_some_and(|a| !a.containers.is_empty()));
+            match state {
+                ExperimentState::Active => {
+                    if allocation.is_none() {
+                        self.store.update_trial_state_if(trial_id, &["STATE_PAUSED"], "STATE_ACTIVE", None).await?;
+                        self.request_allocation(trial_id).await?;
+                    }
+                }
+                ExperimentState::Paused | ExperimentState::StoppingCompleted | ExperimentState::StoppingError => {
+                    if running {
+                        self.preempt_allocation(allocation.as_deref().unwrap_or_default());
+                    } else {
+                        if let Some(a) = allocation {
+                            self.drop_queued_allocation(&a).await?;
+                        }
+                        if state == ExperimentState::Paused {
+                            self.store.update_trial_state_if(trial_id, &["STATE_ACTIVE"], "STATE_PAUSED", None).await?;
+                        } else {
+                            self.end_trial(trial_id, "STATE_CANCELED").await?;
+                        }
+                    }
+                }
+                ExperimentState::StoppingCanceled => {
+                    if running {
+                        let a = allocation.unwrap_or_default();
+                        self.preempt_allocation(&a);
+                        self.handle.notify_after(
+                            self.timing.cancel_grace,
+                            super::ClusterEvent::Timer(super::Timer::KillIfRunning { allocation_id: a }),
+                        );
+                    } else {
+                        if let Some(a) = allocation {
+                            self.drop_queued_allocation(&a).await?;
+                        }
+                        self.end_trial(trial_id, "STATE_CANCELED").await?;
+                    }
+                }
+                ExperimentState::StoppingKilled => {
+                    if running {
+                        self.kill_allocation(allocation.as_deref().unwrap_or_default());
+                    } else {
+                        if let Some(a) = allocation {
+                            self.drop_queued_allocation(&a).await?;
+                        }
+                        self.end_trial(trial_id, "STATE_CANCELED").await?;
+                    }
+                }
+                // Settled by the API with no running trial: whatever is left did not start.
+                _ => {
+                    if let Some(a) = allocation {
+                        if running {
+                            self.kill_allocation(&a);
+                            continue;
+                        }
+                        self.drop_queued_allocation(&a).await?;
+                    }
+                    self.end_trial(trial_id, "STATE_CANCELED").await?;
+                }
+            }
+        }
+        self.maybe_finish(experiment_id).await
+    }
+
+    /// Ends the experiment once nothing runs and nothing more will.
+    pub(super) async fn maybe_finish(&mut self, experiment_id: i32) -> LoopResult<()> {
+        let Some(exp) = self.experiments.get(&experiment_id) else { return Ok(()) };
+        let live = exp.trials.values().any(|t| self.trials.contains_key(t));
+        if live {
+            return Ok(());
+        }
+        let target = match exp.state {
+            ExperimentState::Active => match exp.search_over {
+                Some(false) => ExperimentState::Completed,
+                Some(true) => ExperimentState::Error,
+                None => return Ok(()),
+            },
+            ExperimentState::Paused => return Ok(()),
+            s if s.is_stopping() => s.settled(),
+            _ => exp.state,
+        };
+        let from = exp.state;
+        let config = exp.config_json.clone();
+        self.experiments.remove(&experiment_id);
+        if from != target {
+            self.store.update_experiment_state_if(experiment_id, &[from.as_str()], target.as_str(), Some(db_now())).await?;
+            if target == ExperimentState::Error {
+                self.store.set_experiment_end_reason(experiment_id, Some("every trial of the search failed")).await?;
+            }
+            tracing::info!(experiment = experiment_id, state = %target, "experiment ended");
+        }
+        self.collect_checkpoints(experiment_id, &config).await;
+        Ok(())
+    }
+
+    pub(super) async fn validation_reported(
+        &mut self,
+        trial_id: i32,
+        trial_run_id: i32,
+        steps_completed: i64,
+        metrics: &Map<String, Value>,
+    ) -> LoopResult<()> {
+        let Some(trial) = self.trials.get(&trial_id) else { return Ok(()) };
+        if trial.run_id != trial_run_id {
+            return Ok(());
+        }
+        let (experiment_id, request_id) = (trial.experiment_id, trial.request_id);
+        let Some(exp) = self.experiments.get_mut(&experiment_id) else { return Ok(()) };
+        let metric_name = exp.config.searcher.metric.clone();
+        let Some(value) = metrics.get(&metric_name).and_then(metric_value) else {
+            tracing::warn!(trial = trial_id, metric = %metric_name, "validation report lacks the searcher metric; the searcher ignores it");
+            return Ok(());
+        };
+        let progress = time_progress(exp.length_unit.as_ref(), metrics, steps_completed);
+        let ops = exp.searcher.validation_completed(request_id, value, progress)?;
+        self.apply_operations(experiment_id, ops).await
+    }
+
+    pub(super) async fn progress_reported(&mut self, trial_id: i32, progress: f64) -> LoopResult<()> {
+        let Some(trial) = self.trials.get(&trial_id) else { return Ok(()) };
+        let (experiment_id, request_id) = (trial.experiment_id, trial.request_id);
+        if let Some(exp) = self.experiments.get_mut(&experiment_id) {
+            exp.searcher.set_trial_progress(request_id, progress.clamp(0.0, 1.0))?;
+            self.store.set_experiment_progress(experiment_id, Some(exp.searcher.progress())).await?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn early_exit(&mut self, trial_id: i32, reason: &str) -> LoopResult<()> {
+        if let Some(trial) = self.trials.get_mut(&trial_id) {
+            tracing::info!(trial = trial_id, reason, "trial reported an early exit");
+            trial.invalid_hp = reason.contains("INVALID_HP");
+        }
+        Ok(())
+    }
+
+    pub(super) async fn kill_trial(&mut self, trial_id: i32) -> LoopResult<()> {
+        let Some(trial) = self.trials.get_mut(&trial_id) else { return Ok(()) };
+        trial.killed = true;
+        match trial.allocation.clone() {
+            Some(a) if self.allocations.get(&a).is_some_and(|a| !a.containers.is_empty()) => self.kill_allocation(&a),
+            queued => {
+                if let Some(a) = queued {
+                    self.drop_queued_allocation(&a).await?;
+                }
+                let ops = self.end_trial(trial_id, "STATE_CANCELED").await?;
+                let experiment_id = self.experiment_of(trial_id).unwrap_or_default();
+                self.apply_operations(experiment_id, ops).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a trial's end and tells the searcher; returns the searcher's reaction.
+    pub(super) async fn end_trial(&mut self, trial_id: i32, state: &str) -> LoopResult<Vec<Operation>> {
+        let Some(trial) = self.trials.remove(&trial_id) else { return Ok(Vec::new()) };
+        self.store.update_trial_state(trial_id, state, Some(db_now())).await?;
+        self.store.end_task(&trial.task_id, db_now()).await?;
+        let Some(exp) = self.experiments.get_mut(&trial.experiment_id) else { return Ok(Vec::new()) };
+        // The searcher hears why a trial ended early, then (always) that it closed.
+        let reason = match state {
+            "STATE_COMPLETED" if trial.invalid_hp => Some(ExitReason::InvalidHp),
+            "STATE_COMPLETED" => None,
+            "STATE_ERROR" => Some(ExitReason::Errored),
+            _ => Some(ExitReason::UserCanceled),
+        };
+        let mut ops = match reason {
+            Some(reason) => exp.searcher.trial_exited_early(trial.request_id, reason)?,
+            None => Vec::new(),
+        };
+        ops.extend(exp.searcher.trial_closed(trial.request_id)?);
+        Ok(ops)
+    }
+
+    pub(super) fn experiment_of(&self, trial_id: i32) -> Option<i32> {
+        self.experiments.values().find(|e| e.trials.values().any(|t| *t == trial_id)).map(|e| e.id)
+    }
+
+    async fn collect_checkpoints(&self, experiment_id: i32, config: &Value) {
+        // The checkpoint GC service lands with the read side; until then experiments keep theirs.
+        let _ = (experiment_id, config);
+    }
+}
+
+/// Numbers, and the strings the harness sends for non-finite floats.
+fn metric_value(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.as_str() {
+            "NaN" => Some(f64::NAN),
+            "Infinity" => Some(f64::INFINITY),
+            "-Infinity" => Some(f64::NEG_INFINITY),
+            other => other.parse().ok(),
+        },
+        _ => None,
+    }
+}

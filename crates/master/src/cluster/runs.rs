@@ -1,0 +1,97 @@
+//! What the loop keeps in memory about experiments, trials, allocations and agents. The store is
+//! the record; these hold what the store does not (searcher objects, connections, flags that only
+//! matter while a process runs).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use resolute_api::agent_protocol::{AgentDevice, MasterToAgent};
+use resolute_expconf::ExperimentConfig;
+use resolute_searcher::{LengthUnit, RequestId, Searcher};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::services::experiment_state::ExperimentState;
+
+pub(super) struct ExperimentRun {
+    pub id: i32,
+    pub state: ExperimentState,
+    pub config: ExperimentConfig,
+    pub config_json: Value,
+    pub owner: String,
+    pub job_id: String,
+    pub searcher: Searcher,
+    pub length_unit: Option<LengthUnit>,
+    /// Set once the searcher said `Shutdown`: whether the search failed.
+    pub search_over: Option<bool>,
+    /// `initial_operations` ran (now or before a master restart).
+    pub search_started: bool,
+    pub trials: BTreeMap<RequestId, i32>,
+    /// Loaded on first launch.
+    pub model_definition_b64: Option<Arc<String>>,
+}
+
+impl ExperimentRun {
+    pub fn slots(&self) -> u32 {
+        self.config.resources.slots_per_trial
+    }
+
+    pub fn resource_pool(&self) -> String {
+        let pool = &self.config.resources.resource_pool;
+        if pool.is_empty() { super::DEFAULT_POOL.to_owned() } else { pool.clone() }
+    }
+}
+
+pub(super) struct TrialRun {
+    pub experiment_id: i32,
+    pub request_id: RequestId,
+    pub task_id: String,
+    pub run_id: i32,
+    pub restarts: u32,
+    pub hparams: Value,
+    pub seed: i64,
+    /// The current allocation (queued or running).
+    pub allocation: Option<String>,
+    /// A user killed it.
+    pub killed: bool,
+    /// The searcher stopped it early.
+    pub searcher_stopped: bool,
+    /// It reported invalid hyperparameters.
+    pub invalid_hp: bool,
+    /// The checkpoint a PBT child starts from until it has its own.
+    pub warm_start: Option<String>,
+}
+
+pub(super) struct AllocationRun {
+    pub id: String,
+    pub trial_id: i32,
+    pub pool: String,
+    /// `(agent_id, container_id, slot_ids)`; empty while queued.
+    pub containers: Vec<ContainerRun>,
+    pub preempted: bool,
+    pub acknowledged: bool,
+    /// Exits seen so far; the allocation ends when every container has exited.
+    pub exits: Vec<(String, Option<i32>, Option<String>)>,
+}
+
+pub(super) struct ContainerRun {
+    pub agent_id: String,
+    pub container_id: String,
+    pub slot_ids: Vec<u32>,
+    pub running: bool,
+}
+
+pub(super) struct AgentRun {
+    pub id: String,
+    pub conn_id: u64,
+    /// `None` while disconnected (waiting for a reconnect).
+    pub outbox: Option<mpsc::UnboundedSender<MasterToAgent>>,
+    pub resource_pool: String,
+    pub hostname: String,
+    pub version: String,
+    pub devices: Vec<AgentDevice>,
+    pub registered: DateTime<Utc>,
+    /// Registered with the scheduler (after `AgentStarted`).
+    pub started: bool,
+}

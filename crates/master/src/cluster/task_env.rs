@@ -1,0 +1,145 @@
+//! The environment a trial process gets (upstream-determined.md §4.2): pure, from the facts the
+//! loop holds, so the contract with the harness is tested without starting anything.
+
+use std::collections::BTreeMap;
+
+use resolute_api::agent_protocol::{StartTask, TaskEntrypoint};
+use resolute_expconf::ExperimentConfig;
+use serde_json::{Value, json};
+
+/// What a trial launch needs to know.
+#[derive(Clone, Debug)]
+pub struct TrialLaunch<'a> {
+    pub cluster_id: &'a str,
+    pub master_id: &'a str,
+    pub experiment_id: i32,
+    pub trial_id: i32,
+    pub trial_run_id: i32,
+    pub trial_seed: i64,
+    pub hparams: &'a Value,
+    pub config: &'a ExperimentConfig,
+    /// The fully defaulted config as stored (`DET_EXPERIMENT_CONFIG`).
+    pub config_json: &'a Value,
+    pub task_id: &'a str,
+    pub allocation_id: &'a str,
+    pub container_id: &'a str,
+    pub session_token: &'a str,
+    /// The experiment owner's username (`DET_USER`).
+    pub user: &'a str,
+    pub latest_checkpoint: Option<&'a str>,
+    pub steps_completed: i64,
+    pub slot_ids: Vec<u32>,
+    /// `cpu` or `cuda`, for the per-device `environment_variables`.
+    pub device_type: &'a str,
+    /// base64 of the model definition tar.gz.
+    pub model_definition_b64: String,
+}
+
+/// The harness's launch layer reads the entrypoint from `DET_EXPERIMENT_CONFIG` (command string,
+/// argv list or legacy `module:Class`) and runs it, as upstream's container entrypoint does.
+pub const TRIAL_ENTRYPOINT: [&str; 3] = ["python3", "-m", "determined.exec.launch"];
+
+/// Upstream's `DET_PYTHON_EXECUTABLE`, honoured per experiment through `environment_variables`.
+const PYTHON_VAR: &str = "DET_PYTHON_EXECUTABLE";
+
+pub fn trial_start_task(l: &TrialLaunch<'_>) -> StartTask {
+    let mut env = BTreeMap::new();
+    // The user's variables first: ours win on a clash, as upstream's container env does.
+    let user_vars = match l.device_type {
+        "cuda" => &l.config.environment.environment_variables.cuda,
+        "rocm" => &l.config.environment.environment_variables.rocm,
+        _ => &l.config.environment.environment_variables.cpu,
+    };
+    for entry in user_vars {
+        if let Some((k, v)) = entry.split_once('=') {
+            env.insert(k.to_owned(), v.to_owned());
+        }
+    }
+    let python = l.config.environment.python.clone().or_else(|| env.get(PYTHON_VAR).cloned());
+    let set = |env: &mut BTreeMap<String, String>, k: &str, v: String| {
+        env.insert(k.to_owned(), v);
+    };
+    set(&mut env, "DET_CLUSTER_ID", l.cluster_id.to_owned());
+    set(&mut env, "DET_MASTER_ID", l.master_id.to_owned());
+    set(&mut env, "DET_TASK_ID", l.task_id.to_owned());
+    set(&mut env, "DET_ALLOCATION_ID", l.allocation_id.to_owned());
+    set(&mut env, "DET_RESOURCES_ID", l.container_id.to_owned());
+    set(&mut env, "DET_CONTAINER_ID", l.container_id.to_owned());
+    set(&mut env, "DET_SESSION_TOKEN", l.session_token.to_owned());
+    set(&mut env, "DET_USER", l.user.to_owned());
+    set(&mut env, "DET_TASK_TYPE", "TRIAL".to_owned());
+    set(&mut env, "DET_RESOURCES_TYPE", "process".to_owned());
+    set(&mut env, "DET_EXPERIMENT_ID", l.experiment_id.to_string());
+    set(&mut env, "DET_TRIAL_ID", l.trial_id.to_string());
+    set(&mut env, "DET_TRIAL_RUN_ID", l.trial_run_id.to_string());
+    set(&mut env, "DET_TRIAL_SEED", l.trial_seed.to_string());
+    set(&mut env, "DET_HPARAMS", l.hparams.to_string());
+    set(&mut env, "DET_EXPERIMENT_CONFIG", l.config_json.to_string());
+    set(&mut env, "DET_STEPS_COMPLETED", l.steps_completed.to_string());
+    set(&mut env, "DET_TASK_LOGGING_METADATA", json!({"task_id": l.task_id, "allocation_id": l.allocation_id}).to_string());
+    // No wheel to install: the agent's interpreter already has the harness.
+    set(&mut env, "DET_SKIP_PIP_INSTALL", "1".to_owned());
+    if let Some(uuid) = l.latest_checkpoint {
+        set(&mut env, "DET_LATEST_CHECKPOINT", uuid.to_owned());
+    }
+    StartTask {
+        container_id: l.container_id.to_owned(),
+        task_id: l.task_id.to_owned(),
+        allocation_id: l.allocation_id.to_owned(),
+        task_type: "TRIAL".to_owned(),
+        description: format!("Trial {} (Experiment {})", l.trial_id, l.experiment_id),
+        slot_ids: l.slot_ids.clone(),
+        entrypoint: TaskEntrypoint::Argv(TRIAL_ENTRYPOINT.iter().map(|s| (*s).to_owned()).collect()),
+        env,
+        work_dir_archive_b64: Some(l.model_definition_b64.clone()),
+        python,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use resolute_expconf::{Defaults, parse_experiment_config};
+
+    use super::*;
+
+    #[test]
+    fn trial_environment_follows_the_contract() {
+        let yaml = "entrypoint: python3 train.py\nsearcher: {name: single, metric: loss, max_length: 10}\n\
+                    checkpoint_storage: {type: shared_fs, host_path: /tmp}\n\
+                    environment: {environment_variables: [FOO=bar, DET_TRIAL_ID=999, DET_PYTHON_EXECUTABLE=/venv/bin/python3]}\n";
+        let config = parse_experiment_config(yaml, &Defaults::new(1)).unwrap().config;
+        let config_json = config.to_json();
+        let hparams = json!({"lr": 0.1, "opt": {"name": "sgd"}});
+        let task = trial_start_task(&TrialLaunch {
+            cluster_id: "c",
+            master_id: "m",
+            experiment_id: 3,
+            trial_id: 7,
+            trial_run_id: 2,
+            trial_seed: 42,
+            hparams: &hparams,
+            config: &config,
+            config_json: &config_json,
+            task_id: "3.abc",
+            allocation_id: "3.abc.2",
+            container_id: "ctr",
+            session_token: "tok",
+            user: "determined",
+            latest_checkpoint: Some("uuid-1"),
+            steps_completed: 50,
+            slot_ids: vec![0],
+            device_type: "cpu",
+            model_definition_b64: "AAAA".into(),
+        });
+        let env = &task.env;
+        assert_eq!(env["FOO"], "bar");
+        assert_eq!(env["DET_TRIAL_ID"], "7", "our variables win over the user's");
+        assert_eq!(env["DET_TRIAL_RUN_ID"], "2");
+        assert_eq!(env["DET_LATEST_CHECKPOINT"], "uuid-1");
+        assert_eq!(env["DET_STEPS_COMPLETED"], "50");
+        assert_eq!(serde_json::from_str::<Value>(&env["DET_HPARAMS"]).unwrap(), hparams);
+        assert_eq!(serde_json::from_str::<Value>(&env["DET_EXPERIMENT_CONFIG"]).unwrap(), config_json);
+        assert_eq!(task.python.as_deref(), Some("/venv/bin/python3"));
+        assert_eq!(task.entrypoint, TaskEntrypoint::Argv(vec!["python3".into(), "-m".into(), "determined.exec.launch".into()]));
+    }
+}

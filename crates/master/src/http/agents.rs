@@ -1,0 +1,209 @@
+//! Agents: the websocket they connect on (`/agents`), and the read API over them
+//! (`/api/v1/agents`, `/api/v1/agents/{id}`, slots).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::response::Response;
+use resolute_api::agent_protocol::{AgentConnectQuery, AgentToMaster, MasterToAgent, TaskLogLine};
+use resolute_api::pagination::Pagination;
+use resolute_store::NewLogLine;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::extract::QueryParams;
+use crate::cluster::{AgentView, ClusterEvent, SlotView};
+use crate::error::{ApiError, ApiResult};
+use crate::services::Principal;
+use crate::state::AppState;
+
+/// Upstream's websocket message limit.
+const MAX_AGENT_MESSAGE_BYTES: usize = 128 * 1024 * 1024;
+const PING_EVERY: Duration = Duration::from_secs(15);
+
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
+
+/// `GET /agents?id=…` upgraded to a websocket.
+pub async fn connect(
+    State(state): State<AppState>,
+    QueryParams(query): QueryParams<AgentConnectQuery>,
+    ws: WebSocketUpgrade,
+) -> ApiResult<Response> {
+    if query.id.is_empty() || query.id.contains('/') {
+        return Err(ApiError::invalid("id: the agent id must be non-empty and contain no '/'"));
+    }
+    Ok(ws.max_message_size(MAX_AGENT_MESSAGE_BYTES).on_upgrade(move |socket| serve_agent(state, query, socket)))
+}
+
+async fn serve_agent(state: AppState, query: AgentConnectQuery, mut socket: WebSocket) {
+    let conn_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
+    let agent_id = query.id.clone();
+    let (outbox, mut outgoing) = mpsc::unbounded_channel::<MasterToAgent>();
+    state.cluster.notify(ClusterEvent::AgentConnected { conn_id, query, outbox });
+    let mut ping = tokio::time::interval(PING_EVERY);
+    loop {
+        tokio::select! {
+            message = outgoing.recv() => {
+                let Some(message) = message else { break };
+                let shutdown = matches!(message, MasterToAgent::AgentShutdown { .. });
+                let Ok(text) = serde_json::to_string(&message) else { continue };
+                if socket.send(Message::Text(text.into())).await.is_err() || shutdown {
+                    break;
+                }
+            }
+            incoming = socket.recv() => {
+                match incoming {
+                    Some(Ok(Message::Text(text))) => handle_agent_message(&state, conn_id, &agent_id, text.as_str()).await,
+                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                    Some(Ok(_)) => {}
+                }
+            }
+            _ = ping.tick() => {
+                if socket.send(Message::Ping(Vec::new().into())).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    state.cluster.notify(ClusterEvent::AgentDisconnected { conn_id, agent_id });
+}
+
+async fn handle_agent_message(state: &AppState, conn_id: u64, agent_id: &str, text: &str) {
+    let message: AgentToMaster = match serde_json::from_str(text) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!(agent = %agent_id, error = %e, "ignoring a malformed agent message");
+            return;
+        }
+    };
+    match message {
+        // Stored here, in order, before any later state change of the same task reaches the loop.
+        AgentToMaster::TaskLogs { lines } => {
+            let rows: Vec<NewLogLine> = lines.into_iter().map(|l| log_row(agent_id, l)).collect();
+            if let Err(e) = state.store.insert_logs(&rows).await {
+                tracing::error!(agent = %agent_id, error = %e, lines = rows.len(), "storing task logs failed");
+            }
+        }
+        message => state.cluster.notify(ClusterEvent::AgentMessage { conn_id, agent_id: agent_id.to_owned(), message }),
+    }
+}
+
+fn log_row(agent_id: &str, line: TaskLogLine) -> NewLogLine {
+    NewLogLine {
+        task_id: line.task_id,
+        allocation_id: Some(line.allocation_id),
+        agent_id: Some(agent_id.to_owned()),
+        container_id: Some(line.container_id),
+        rank_id: line.rank_id,
+        timestamp: line.timestamp,
+        level: Some(line.level.unwrap_or_else(|| "LOG_LEVEL_INFO".to_owned())),
+        log: line.log,
+        source: Some("task".to_owned()),
+        stdtype: Some(line.stdtype),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentsQuery {
+    #[serde(default)]
+    offset: i32,
+    #[serde(default)]
+    limit: i32,
+    #[serde(default)]
+    exclude_slots: bool,
+    #[serde(default)]
+    exclude_containers: bool,
+}
+
+/// `GET /api/v1/agents`.
+pub async fn list(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<AgentsQuery>) -> ApiResult<Json<Value>> {
+    let view = state.cluster.view();
+    let all: Vec<&AgentView> = view.agents.values().collect();
+    let total = i32::try_from(all.len()).unwrap_or(i32::MAX);
+    let page = Pagination::resolve(q.offset, q.limit, total);
+    let start = usize::try_from(page.start_index).unwrap_or(0);
+    let end = usize::try_from(page.end_index).unwrap_or(0);
+    let agents: Vec<Value> = all[start..end].iter().map(|a| agent_json(a, q.exclude_slots, q.exclude_containers)).collect();
+    Ok(Json(json!({"agents": agents, "pagination": page})))
+}
+
+/// `GET /api/v1/agents/{agentId}`.
+pub async fn get(State(state): State<AppState>, _caller: Principal, Path(agent_id): Path<String>) -> ApiResult<Json<Value>> {
+    let view = state.cluster.view();
+    let agent = view.agents.get(&agent_id).ok_or_else(|| ApiError::not_found(format!("agent not found: {agent_id}")))?;
+    Ok(Json(json!({"agent": agent_json(agent, false, false)})))
+}
+
+/// `GET /api/v1/agents/{agentId}/slots`.
+pub async fn slots(State(state): State<AppState>, _caller: Principal, Path(agent_id): Path<String>) -> ApiResult<Json<Value>> {
+    let view = state.cluster.view();
+    let agent = view.agents.get(&agent_id).ok_or_else(|| ApiError::not_found(format!("agent not found: {agent_id}")))?;
+    let slots: Vec<Value> = agent.slots.values().map(|s| slot_json(agent, s)).collect();
+    Ok(Json(json!({"slots": slots})))
+}
+
+fn agent_json(agent: &AgentView, exclude_slots: bool, exclude_containers: bool) -> Value {
+    let mut slots = Map::new();
+    let mut containers = Map::new();
+    let mut type_stats: Map<String, Value> = Map::new();
+    let mut brand_stats: Map<String, Value> = Map::new();
+    for slot in agent.slots.values() {
+        let slot_json = slot_json(agent, slot);
+        if let Some(c) = slot_json.get("container").filter(|c| !c.is_null()) {
+            containers.insert(c["id"].as_str().unwrap_or_default().to_owned(), c.clone());
+        }
+        slots.insert(format!("/agents/{}/slots/{}", agent.id, slot.id), slot_json);
+        let state = if slot.container.is_some() { "STATE_RUNNING" } else { "STATE_UNSPECIFIED" };
+        for (stats, key) in [(&mut type_stats, device_type_wire(&slot.device_type).to_owned()), (&mut brand_stats, slot.brand.clone())] {
+            let entry = stats.entry(key).or_insert_with(|| json!({"disabled": 0, "draining": 0, "total": 0, "states": {}}));
+            entry["total"] = json!(entry["total"].as_i64().unwrap_or(0) + 1);
+            if slot.container.is_some() {
+                entry["states"][state] = json!(entry["states"][state].as_i64().unwrap_or(0) + 1);
+            }
+        }
+    }
+    json!({
+        "id": agent.id,
+        "registeredTime": agent.registered_time.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        "slots": if exclude_slots { Value::Object(Map::new()) } else { Value::Object(slots) },
+        "containers": if exclude_containers { Value::Object(Map::new()) } else { Value::Object(containers) },
+        "addresses": if agent.hostname.is_empty() { Vec::<String>::new() } else { vec![agent.hostname.clone()] },
+        "enabled": agent.enabled,
+        "draining": agent.draining,
+        "version": agent.version,
+        "resourcePools": [agent.resource_pool],
+        "slotStats": {"typeStats": type_stats, "brandStats": brand_stats},
+    })
+}
+
+fn slot_json(agent: &AgentView, slot: &SlotView) -> Value {
+    let device = device_json(slot);
+    let container = slot.container.as_ref().map(|c| {
+        let devices: Vec<Value> = c.slot_ids.iter().filter_map(|id| agent.slots.get(id)).map(device_json).collect();
+        json!({"parent": format!("/agents/{}", agent.id), "id": c.id, "state": c.state, "devices": devices, "permissionDenied": false})
+    });
+    json!({
+        "id": slot.id.to_string(),
+        "device": device,
+        "enabled": slot.enabled,
+        "container": container,
+        "draining": agent.draining,
+    })
+}
+
+fn device_json(slot: &SlotView) -> Value {
+    json!({"id": slot.id, "brand": slot.brand, "uuid": slot.uuid, "type": device_type_wire(&slot.device_type)})
+}
+
+fn device_type_wire(device_type: &str) -> &'static str {
+    match device_type {
+        "cuda" | "gpu" => "TYPE_CUDA",
+        "rocm" => "TYPE_ROCM",
+        _ => "TYPE_CPU",
+    }
+}

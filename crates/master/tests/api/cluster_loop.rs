@@ -1,0 +1,246 @@
+//! The single writer loop end to end, with a fake agent on the real websocket: experiments become
+//! trials, trials become processes on the agent, and process exits drive trial and experiment
+//! states (completion, restarts, pause/activate, kill).
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use resolute_api::agent_protocol::{
+    AgentDevice, AgentStarted, AgentToMaster, MasterToAgent, StartTask, TaskExitInfo, TaskLogLine, TaskState, TaskStateChanged,
+};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::harness::TestMaster;
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+pub struct FakeAgent {
+    socket: Socket,
+}
+
+impl FakeAgent {
+    pub async fn connect(m: &TestMaster, id: &str, slots: u32) -> FakeAgent {
+        let url = format!("{}/agents?id={id}&version=0.38.1&resource_pool=default&hostname=localhost", m.base.replace("http://", "ws://"));
+        let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connects");
+        let mut agent = FakeAgent { socket };
+        match agent.recv().await {
+            MasterToAgent::MasterSetAgentOptions(o) => assert_eq!(o.version, "0.38.1"),
+            other => panic!("expected options first, got {other:?}"),
+        }
+        let devices = (0..slots)
+            .map(|i| AgentDevice { id: i, brand: "Artificial CPU".into(), uuid: String::new(), device_type: "cpu".into() })
+            .collect();
+        agent
+            .send(AgentToMaster::AgentStarted(AgentStarted {
+                version: "0.38.1".into(),
+                devices,
+                resource_pool: "default".into(),
+                hostname: "localhost".into(),
+                tasks_reattached: vec![],
+            }))
+            .await;
+        agent
+    }
+
+    async fn send(&mut self, message: AgentToMaster) {
+        self.socket.send(Message::text(serde_json::to_string(&message).unwrap())).await.unwrap();
+    }
+
+    pub async fn recv(&mut self) -> MasterToAgent {
+        loop {
+            let frame = tokio::time::timeout(Duration::from_secs(10), self.socket.next()).await.expect("a message within 10 s");
+            match frame.expect("socket open").expect("frame") {
+                Message::Text(text) => return serde_json::from_str(text.as_str()).expect("protocol message"),
+                Message::Close(_) => panic!("master closed the connection"),
+                _ => continue,
+            }
+        }
+    }
+
+    /// Waits for the next task start and reports it running.
+    pub async fn next_start(&mut self) -> StartTask {
+        loop {
+            if let MasterToAgent::StartTask(start) = self.recv().await {
+                self.state(&start, TaskState::Running, None).await;
+                return *start;
+            }
+        }
+    }
+
+    async fn state(&mut self, start: &StartTask, state: TaskState, exit: Option<TaskExitInfo>) {
+        let change = TaskStateChanged {
+            container_id: start.container_id.clone(),
+            allocation_id: start.allocation_id.clone(),
+            state,
+            pid: Some(4242),
+            exit,
+        };
+        self.send(AgentToMaster::TaskStateChanged(change)).await;
+    }
+
+    pub async fn log(&mut self, start: &StartTask, text: &str) {
+        let line = TaskLogLine {
+            container_id: start.container_id.clone(),
+            allocation_id: start.allocation_id.clone(),
+            task_id: start.task_id.clone(),
+            timestamp: chrono::Utc::now(),
+            stdtype: "stdout".into(),
+            rank_id: Some(0),
+            level: None,
+            log: format!("{text}\n"),
+        };
+        self.send(AgentToMaster::TaskLogs { lines: vec![line] }).await;
+    }
+
+    pub async fn exit(&mut self, start: &StartTask, code: i32) {
+        let failure = (code != 0).then(|| format!("the process exited with code {code}"));
+        self.state(start, TaskState::Terminated, Some(TaskExitInfo { exit_code: Some(code), signal: None, failure })).await;
+    }
+}
+
+const CONFIG: &str = "name: loop\nentrypoint: python3 train.py\nsearcher: {name: single, metric: loss, max_length: {batches: 10}}\n\
+                      hyperparameters: {lr: 0.1}\nmax_restarts: 1\n";
+
+async fn create(m: &TestMaster, token: &str, config: &str) -> i64 {
+    let r = m.post("/api/v1/experiments", Some(token), json!({"config": config, "modelDefinition": [], "activate": true})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body["experiment"]["id"].as_i64().unwrap()
+}
+
+async fn wait_for(m: &TestMaster, token: &str, path: &str, pointer: &str, want: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        let r = m.get(path, Some(token)).await;
+        last = r.body.clone();
+        if r.body.pointer(pointer).and_then(Value::as_str) == Some(want) {
+            return r.body;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{path} {pointer} never became {want}: {last}");
+}
+
+pub async fn single_trial_runs_to_completion(m: &TestMaster) {
+    let token = m.login("determined", "").await;
+    let mut agent = FakeAgent::connect(m, "agent-1", 2).await;
+    let id = create(m, &token, CONFIG).await;
+    let start = agent.next_start().await;
+    let env = &start.env;
+    assert_eq!(env["DET_EXPERIMENT_ID"], id.to_string());
+    assert_eq!(env["DET_TRIAL_RUN_ID"], "1");
+    assert_eq!(env["DET_TASK_TYPE"], "TRIAL");
+    assert_eq!(env["DET_USER"], "determined");
+    assert!(!env["DET_SESSION_TOKEN"].is_empty());
+    assert_eq!(serde_json::from_str::<Value>(&env["DET_HPARAMS"]).unwrap(), json!({"lr": 0.1}));
+    assert_eq!(start.slot_ids.len(), 1, "slots_per_trial defaults to 1");
+    assert!(start.allocation_id.starts_with(&start.task_id) && start.allocation_id.ends_with(".1"));
+    let trial_id: i64 = env["DET_TRIAL_ID"].parse().unwrap();
+
+    // The agent view and the running allocation.
+    let mut slots = Value::Null;
+    for _ in 0..100 {
+        let agents = m.get("/api/v1/agents", Some(&token)).await;
+        assert_eq!(agents.status, 200, "{}", agents.text);
+        slots = agents.body["agents"][0]["slots"].clone();
+        if slots.as_object().unwrap().values().any(|s| s["container"]["id"] == start.container_id.as_str()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(slots.as_object().unwrap().len(), 2);
+    assert!(slots.as_object().unwrap().values().any(|s| s["container"]["id"] == start.container_id.as_str()), "{slots}");
+
+    agent.log(&start, "training").await;
+    agent.exit(&start, 0).await;
+    wait_for(m, &token, &format!("/api/v1/experiments/{id}"), "/experiment/state", "STATE_COMPLETED").await;
+    let trial = m.get(&format!("/api/v1/trials/{trial_id}"), Some(&token)).await;
+    assert_eq!(trial.body["trial"]["state"], "STATE_COMPLETED", "{}", trial.text);
+    let logs = m.store.task_logs(&start.task_id, &Default::default()).await.unwrap();
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].log, "training\n");
+    assert_eq!(logs[0].agent_id.as_deref(), Some("agent-1"));
+}
+
+pub async fn failing_trial_restarts_then_errors(m: &TestMaster) {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let token = m.login("determined", "").await;
+    let mut agent = FakeAgent::connect(m, "agent-1", 1).await;
+    let id = create(m, &token, CONFIG).await;
+    let first = agent.next_start().await;
+    agent.exit(&first, 1).await;
+    let second = agent.next_start().await;
+    assert_eq!(second.env["DET_TRIAL_RUN_ID"], "2");
+    assert_eq!(second.task_id, first.task_id);
+    assert!(second.allocation_id.ends_with(".2"));
+    agent.exit(&second, 1).await;
+    let body = wait_for(m, &token, &format!("/api/v1/experiments/{id}"), "/experiment/state", "STATE_ERROR").await;
+    let trial_id: i64 = first.env["DET_TRIAL_ID"].parse().unwrap();
+    let trial = m.store.trial_by_id(i32::try_from(trial_id).unwrap()).await.unwrap();
+    assert_eq!(trial.state, "STATE_ERROR");
+    assert_eq!(trial.restarts, 1);
+    let reason = trial.end_reason.unwrap_or_default();
+    assert!(reason.contains("exited with code 1") && reason.contains("max_restarts is 1"), "{reason}; {body}");
+}
+
+pub async fn pause_and_activate_resume_the_trial(m: &TestMaster) {
+    let token = m.login("determined", "").await;
+    let mut agent = FakeAgent::connect(m, "agent-1", 1).await;
+    let id = create(m, &token, CONFIG).await;
+    let first = agent.next_start().await;
+    let r = m.post(&format!("/api/v1/experiments/{id}/pause"), Some(&token), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // The harness sees the preemption signal, checkpoints and exits 0.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    agent.exit(&first, 0).await;
+    let trial_path = format!("/api/v1/trials/{}", first.env["DET_TRIAL_ID"]);
+    wait_for(m, &token, &trial_path, "/trial/state", "STATE_PAUSED").await;
+    let r = m.post(&format!("/api/v1/experiments/{id}/activate"), Some(&token), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let second = agent.next_start().await;
+    assert_eq!(second.env["DET_TRIAL_RUN_ID"], "2");
+    agent.exit(&second, 0).await;
+    wait_for(m, &token, &format!("/api/v1/experiments/{id}"), "/experiment/state", "STATE_COMPLETED").await;
+    let trial = m.store.trial_by_id(first.env["DET_TRIAL_ID"].parse().unwrap()).await.unwrap();
+    assert_eq!(trial.restarts, 0, "a pause is not a failure");
+}
+
+pub async fn kill_stops_the_process(m: &TestMaster) {
+    let token = m.login("determined", "").await;
+    let mut agent = FakeAgent::connect(m, "agent-1", 1).await;
+    let id = create(m, &token, CONFIG).await;
+    let start = agent.next_start().await;
+    let r = m.post(&format!("/api/v1/experiments/{id}/kill"), Some(&token), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    loop {
+        match agent.recv().await {
+            MasterToAgent::KillTask { container_id } => {
+                assert_eq!(container_id, start.container_id);
+                break;
+            }
+            other => panic!("expected a kill, got {other:?}"),
+        }
+    }
+    agent
+        .state(&start, TaskState::Terminated, Some(TaskExitInfo { exit_code: None, signal: Some(9), failure: Some("killed".into()) }))
+        .await;
+    wait_for(m, &token, &format!("/api/v1/experiments/{id}"), "/experiment/state", "STATE_CANCELED").await;
+    let trial = m.store.trial_by_id(start.env["DET_TRIAL_ID"].parse().unwrap()).await.unwrap();
+    assert_eq!(trial.state, "STATE_CANCELED");
+}
+
+pub async fn duplicate_agent_id_is_refused(m: &TestMaster) {
+    let _first = FakeAgent::connect(m, "twin", 1).await;
+    let url = format!("{}/agents?id=twin", m.base.replace("http://", "ws://"));
+    let (mut socket, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let mut saw_shutdown = false;
+    while let Ok(Some(Ok(frame))) = tokio::time::timeout(Duration::from_secs(5), socket.next()).await {
+        if let Message::Text(text) = frame
+            && text.as_str().contains("AgentShutdown")
+        {
+            saw_shutdown = true;
+            break;
+        }
+    }
+    assert!(saw_shutdown, "a second agent with the same id is told to shut down");
+}
