@@ -9,6 +9,10 @@ mod experiment_lists;
 mod experiments;
 mod harness;
 mod info;
+mod runtime_allocations;
+mod runtime_checkpoints;
+mod runtime_support;
+mod runtime_trials;
 mod users;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
@@ -42,6 +46,12 @@ harness::api_test!(experiment_actions::labels_and_patch);
 harness::api_test!(experiment_actions::only_owner_or_admin_can_change);
 harness::api_test!(experiment_lists::list_filters_sorts_and_paginates);
 harness::api_test!(experiment_lists::trials_and_checkpoints);
+harness::api_test!(runtime_trials::metrics_are_stored_rolled_back_and_searched);
+harness::api_test!(runtime_trials::progress_early_exit_runner_state_and_kill);
+harness::api_test!(runtime_checkpoints::report_get_and_patch_round_trip);
+harness::api_test!(runtime_allocations::preemption_long_poll_and_signals);
+harness::api_test!(runtime_allocations::prep_container_calls_and_task_logs);
+harness::api_test!(runtime_allocations::task_tokens_are_confined);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {
