@@ -51,6 +51,11 @@ impl TrialRuntimeService {
         }
     }
 
+    /// The trial, if the caller may read it (a task: only its own).
+    pub async fn readable_trial(&self, caller: &RuntimeCaller, trial_id: i32) -> ApiResult<TrialRecord> {
+        self.trial_for(caller, trial_id, Access::Read).await
+    }
+
     /// The trial, if the caller may access it this way.
     pub(crate) async fn trial_for(&self, caller: &RuntimeCaller, trial_id: i32, access: Access) -> ApiResult<TrialRecord> {
         match caller {

@@ -152,7 +152,7 @@ impl TrialRuntimeService {
         for patch in patches {
             let Some(remaining) = patch.remaining else { continue };
             let record = self.store.checkpoint_by_uuid(&patch.uuid).await?;
-            if !caller.task().is_some_and(|own| own.task.task_type == CHECKPOINT_GC_TASK) {
+            if caller.task().is_none_or(|own| own.task.task_type != CHECKPOINT_GC_TASK) {
                 self.task_for(caller, &record.task_id, Access::Write).await?;
             }
             if let Some((path, size)) = remaining.iter().find(|(_, size)| **size < 0) {

@@ -52,6 +52,7 @@ harness::api_test!(runtime_checkpoints::report_get_and_patch_round_trip);
 harness::api_test!(runtime_allocations::preemption_long_poll_and_signals);
 harness::api_test!(runtime_allocations::prep_container_calls_and_task_logs);
 harness::api_test!(runtime_allocations::task_tokens_are_confined);
+harness::api_test!(runtime_allocations::task_token_reads_its_own_trial);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {

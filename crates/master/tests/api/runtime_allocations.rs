@@ -174,3 +174,15 @@ pub async fn task_tokens_are_confined(m: &TestMaster) {
     assert_error(&ended, 401, "Unauthenticated");
     assert!(ended.text.contains("ended"), "{}", ended.text);
 }
+
+/// `TrainContext._get_last_validation` reads `GET /api/v1/trials/{id}` with the allocation token.
+pub async fn task_token_reads_its_own_trial(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let a = running_trial(m, &admin, "own").await;
+    let b = running_trial(m, &admin, "other").await;
+    let own = task_get(m, &format!("/api/v1/trials/{}", a.trial.id), &a.token).await;
+    assert_eq!(own.status, 200, "{}", own.text);
+    assert_eq!(own.body["trial"]["id"], a.trial.id);
+    assert_error(&task_get(m, &format!("/api/v1/trials/{}", b.trial.id), &a.token).await, 403, "PermissionDenied");
+    assert_eq!(m.get(&format!("/api/v1/trials/{}", b.trial.id), Some(&admin)).await.status, 200);
+}
