@@ -14,6 +14,7 @@ pub mod files;
 pub mod int64;
 pub mod master;
 pub mod pagination;
+pub mod runtime;
 pub mod trials;
 pub mod users;
 mod wire_enum;

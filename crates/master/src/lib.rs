@@ -77,6 +77,11 @@ impl Master {
         self.store.clone()
     }
 
+    /// The cluster handle (events, preemption signals), for tests that stand in for the loop.
+    pub fn cluster(&self) -> cluster::ClusterHandle {
+        self.state.cluster.clone()
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
     }

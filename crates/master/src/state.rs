@@ -6,7 +6,7 @@ use resolute_store::Store;
 
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
-use crate::services::{AuthService, ExperimentService, SessionCache, UserService};
+use crate::services::{AuthService, ExperimentService, SessionCache, TrialRuntimeService, UserService};
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
 #[derive(Clone, Debug)]
@@ -27,6 +27,8 @@ pub struct AppState {
     pub experiments: ExperimentService,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
+    /// What running tasks report (metrics, checkpoints, preemption, logs).
+    pub runtime: TrialRuntimeService,
     pub store: Arc<dyn Store>,
 }
 
@@ -40,6 +42,7 @@ impl AppState {
             auth: AuthService::new(store.clone(), sessions.clone(), lifespan),
             users: UserService::new(store.clone(), sessions),
             experiments,
+            runtime: TrialRuntimeService::new(store.clone(), cluster.clone()),
             cluster,
             store,
             config: Arc::new(config),

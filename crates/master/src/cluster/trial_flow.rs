@@ -6,7 +6,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use resolute_api::agent_protocol::{MasterToAgent, TaskExitInfo};
 use resolute_scheduler::{AllocationRequest, Placement};
-use resolute_store::{AllocationPatch, NewAllocation, NewAllocationSession, db_now};
+use resolute_store::{AllocationPatch, NewAllocation, db_now};
 
 use super::exit::{ExitFacts, TrialOutcome, decide};
 use super::orchestrator::{LoopError, LoopResult, Orchestrator};
@@ -96,7 +96,7 @@ impl Orchestrator {
             None => 0,
         };
         let model_b64 = self.model_definition(experiment_id).await?;
-        let token = self.issue_token(allocation_id).await?;
+        let token = crate::services::issue_allocation_token(self.store.as_ref(), allocation_id).await?;
         let exp = self.experiments.get(&experiment_id).ok_or_else(|| LoopError::Other("unknown experiment".into()))?;
         let mut containers = Vec::new();
         for placement in placements {
@@ -154,14 +154,6 @@ impl Orchestrator {
             e.model_definition_b64 = Some(encoded.clone());
         }
         Ok(encoded)
-    }
-
-    async fn issue_token(&self, allocation_id: &str) -> LoopResult<String> {
-        let (token, token_hash) = crate::auth::token::new_token();
-        self.store
-            .create_allocation_session(NewAllocationSession { allocation_id: allocation_id.to_owned(), token_hash, created_at: db_now() })
-            .await?;
-        Ok(token)
     }
 
     pub(super) async fn container_running(&mut self, allocation_id: &str, container_id: &str) -> LoopResult<()> {

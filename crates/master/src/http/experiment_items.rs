@@ -16,7 +16,7 @@ use super::experiment_wire as wire;
 use super::experiments::{direction, parse_id};
 use super::extract::QueryParams;
 use crate::error::{ApiError, ApiResult};
-use crate::services::{CheckpointListQuery, Principal, TrialListQuery};
+use crate::services::{CheckpointListQuery, Principal, RuntimeCaller, TrialListQuery};
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/api/v1/experiments/{experimentId}/trials", tag = "Experiments",
@@ -53,8 +53,10 @@ pub async fn trials(
 
 #[utoipa::path(get, path = "/api/v1/trials/{trialId}", tag = "Trials", params(("trialId" = i32, Path)),
     responses((status = 200, body = GetTrialResponse), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
-pub async fn trial(State(state): State<AppState>, _caller: Principal, Path(id): Path<String>) -> ApiResult<Json<GetTrialResponse>> {
-    let view = state.experiments.trial(parse_id(&id, "trialId")?).await?;
+pub async fn trial(State(state): State<AppState>, caller: RuntimeCaller, Path(id): Path<String>) -> ApiResult<Json<GetTrialResponse>> {
+    // The harness reads its own trial with its allocation token (`_get_last_validation`).
+    let id = state.runtime.readable_trial(&caller, parse_id(&id, "trialId")?).await?.id;
+    let view = state.experiments.trial(id).await?;
     Ok(Json(GetTrialResponse { trial: wire::trial(view.record, view.latest_validation) }))
 }
 

@@ -8,6 +8,10 @@ mod experiments;
 mod extract;
 mod info;
 mod openapi;
+mod runtime_allocations;
+mod runtime_auth;
+mod runtime_checkpoints;
+mod runtime_trials;
 mod users;
 
 use std::convert::Infallible;
@@ -63,6 +67,28 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/agents", get(agents::list))
         .route("/api/v1/agents/{id}", get(agents::get))
         .route("/api/v1/agents/{id}/slots", get(agents::slots))
+        .route("/api/v1/trials/{id}/metrics", post(runtime_trials::report_metrics))
+        .route("/api/v1/trials/{id}/training_metrics", post(runtime_trials::report_training_metrics))
+        .route("/api/v1/trials/{id}/validation_metrics", post(runtime_trials::report_validation_metrics))
+        .route("/api/v1/trials/{id}/progress", post(runtime_trials::report_progress))
+        .route("/api/v1/trials/{id}/early_exit", post(runtime_trials::early_exit))
+        .route("/api/v1/trials/{id}/runner/metadata", post(runtime_trials::runner_metadata))
+        .route("/api/v1/trials/{id}/kill", post(runtime_trials::kill))
+        .route("/api/v1/experiments/{id}/searcher/best_searcher_validation_metric", get(runtime_trials::best_searcher_validation_metric))
+        .route("/api/v1/runs/start", post(runtime_trials::prepare_run))
+        .route("/api/v1/tasks/{id}/context_directory", get(runtime_trials::context_directory))
+        .route("/api/v1/task/logs", post(runtime_allocations::post_logs))
+        .route("/api/v1/checkpoints", post(runtime_checkpoints::report).patch(runtime_checkpoints::patch))
+        .route("/api/v1/checkpoints/{uuid}", get(runtime_checkpoints::get))
+        .route("/api/v1/allocations/{id}/signals/preemption", get(runtime_allocations::preemption))
+        .route("/api/v1/allocations/{id}/signals/ack_preemption", post(runtime_allocations::ack_preemption))
+        .route("/api/v1/allocations/{id}/signals/pending_preemption", post(runtime_allocations::pending_preemption))
+        .route("/api/v1/allocations/{id}/ready", post(runtime_allocations::ready))
+        .route("/api/v1/allocations/{id}/waiting", post(runtime_allocations::waiting))
+        .route("/api/v1/allocations/{id}/acceleratorData", post(runtime_allocations::accelerator_data))
+        .route("/api/v1/allocations/{id}/proxy_address", post(runtime_allocations::proxy_address))
+        .route("/api/v1/allocations/{id}/resources/{rid}/rendezvous", get(runtime_allocations::rendezvous))
+        .route("/api/v1/allocations/{id}/all_gather", post(runtime_allocations::all_gather))
         .route("/api/v1/openapi.json", get(openapi::document))
         .route("/api/v1/api.swagger.json", get(openapi::document))
         .fallback(not_found)

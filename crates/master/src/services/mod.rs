@@ -1,5 +1,6 @@
 //! Business rules, independent of HTTP: handlers parse and render, services decide.
 
+pub mod allocation_tokens;
 mod auth;
 mod experiment_changes;
 mod experiment_items;
@@ -7,11 +8,18 @@ pub mod experiment_state;
 mod experiments;
 pub mod model_def;
 mod session_cache;
+pub mod trial_runtime;
+mod trial_runtime_access;
+pub mod trial_runtime_allocations;
+pub mod trial_runtime_checkpoints;
 mod users;
 
+pub use allocation_tokens::{AllocationPrincipal, authenticate_allocation_token, issue_allocation_token};
 pub use auth::{AuthService, Principal};
 pub use experiment_changes::ExperimentChanges;
 pub use experiment_items::{CheckpointListQuery, CheckpointView, TrialListQuery, TrialView};
 pub use experiments::{CreatedExperiment, ExperimentListQuery, ExperimentService, ExperimentView, ListPage, NewExperimentRequest};
 pub use session_cache::SessionCache;
+pub use trial_runtime::TrialRuntimeService;
+pub use trial_runtime_access::{Access, RuntimeCaller};
 pub use users::{NewUserRequest, UserChanges, UserListQuery, UserService, validate_username};

@@ -33,6 +33,8 @@ pub struct TestMaster {
     pub http: reqwest::Client,
     /// The master's own store, to seed what no endpoint creates yet (trials, checkpoints).
     pub store: Arc<dyn Store>,
+    /// The master's cluster handle, to raise preemption signals as the loop would.
+    pub cluster: resolute_master::cluster::ClusterHandle,
     _shutdown: oneshot::Sender<()>,
     _dir: tempfile::TempDir,
 }
@@ -75,11 +77,12 @@ impl TestMaster {
         let master = Master::start(config).await.expect("master starts");
         let base = format!("http://127.0.0.1:{}", master.local_addr().port());
         let store = master.store();
+        let cluster = master.cluster();
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(master.serve(async move {
             let _ = rx.await;
         }));
-        TestMaster { base, http: reqwest::Client::new(), store, _shutdown: tx, _dir: dir }
+        TestMaster { base, http: reqwest::Client::new(), store, cluster, _shutdown: tx, _dir: dir }
     }
 
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Reply {

@@ -32,6 +32,9 @@ pub async fn openapi_document_lists_endpoints(m: &TestMaster) {
         "/api/v1/experiments/{experimentId}/model_def",
         "/api/v1/experiments/{id}/checkpoints",
         "/api/v1/trials/{trialId}",
+        "/api/v1/trials/{trialId}/metrics",
+        "/api/v1/checkpoints/{checkpointUuid}",
+        "/api/v1/allocations/{allocationId}/signals/preemption",
     ] {
         assert!(paths.contains_key(p), "missing {p}");
     }

@@ -10,6 +10,10 @@ mod experiment_lists;
 mod experiments;
 mod harness;
 mod info;
+mod runtime_allocations;
+mod runtime_checkpoints;
+mod runtime_support;
+mod runtime_trials;
 mod users;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
@@ -48,6 +52,13 @@ harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
 harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
 harness::api_test!(cluster_loop::kill_stops_the_process);
 harness::api_test!(cluster_loop::duplicate_agent_id_is_refused);
+harness::api_test!(runtime_trials::metrics_are_stored_rolled_back_and_searched);
+harness::api_test!(runtime_trials::progress_early_exit_runner_state_and_kill);
+harness::api_test!(runtime_checkpoints::report_get_and_patch_round_trip);
+harness::api_test!(runtime_allocations::preemption_long_poll_and_signals);
+harness::api_test!(runtime_allocations::prep_container_calls_and_task_logs);
+harness::api_test!(runtime_allocations::task_tokens_are_confined);
+harness::api_test!(runtime_allocations::task_token_reads_its_own_trial);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {

@@ -1,0 +1,208 @@
+//! What a running trial reports: metrics (validations also go to the searcher), progress, early
+//! exits, its runner state, and the run's checkpoint storage. Writes what the store owns and
+//! notifies the cluster loop, which decides what changes in the trial's lifecycle.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use resolute_store::{NewMetricReport, SearcherMetric, Store, StoreError, VALIDATION_GROUP, db_now};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::Principal;
+use super::experiments::searcher_metric;
+use super::trial_runtime_access::{Access, RuntimeCaller, ensure_owner};
+use crate::cluster::{ClusterEvent, ClusterHandle};
+use crate::error::{ApiError, ApiResult};
+
+/// The early-exit reasons of the `TrialEarlyExit` proto (the harness's
+/// `EXITED_REASON_USER_REQUESTED_STOP` is not one: upstream answers 400, which the harness ignores).
+pub const EARLY_EXIT_REASONS: &[&str] = &["EXITED_REASON_INVALID_HP", "EXITED_REASON_INIT_INVALID_HP"];
+
+/// One metrics report as the harness sends it.
+#[derive(Clone, Debug)]
+pub struct MetricReport {
+    pub trial_id: i32,
+    pub trial_run_id: i32,
+    pub steps_completed: Option<i64>,
+    pub report_time: Option<DateTime<Utc>>,
+    pub avg_metrics: Value,
+    pub batch_metrics: Option<Vec<Value>>,
+}
+
+#[derive(Clone)]
+pub struct TrialRuntimeService {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) cluster: ClusterHandle,
+}
+
+impl TrialRuntimeService {
+    pub fn new(store: Arc<dyn Store>, cluster: ClusterHandle) -> Self {
+        TrialRuntimeService { store, cluster }
+    }
+
+    /// Stores a report. A report from a run that is not the trial's current one is stale (a
+    /// previous allocation still talking) and is refused with 400, as upstream's run id check does.
+    pub async fn report_metrics(&self, caller: &RuntimeCaller, path_trial_id: i32, group: &str, report: MetricReport) -> ApiResult<()> {
+        if report.trial_id != path_trial_id {
+            return Err(ApiError::invalid(format!(
+                "metrics.trialId ({}) does not match the trial in the path ({path_trial_id})",
+                report.trial_id
+            )));
+        }
+        if group.trim().is_empty() {
+            return Err(ApiError::invalid("group is required: \"training\", \"validation\" or a custom group name"));
+        }
+        let Value::Object(avg_metrics) = report.avg_metrics else {
+            return Err(ApiError::invalid("metrics.metrics.avgMetrics must be a JSON object of metric name to value"));
+        };
+        let steps_completed = report.steps_completed.unwrap_or(0);
+        if steps_completed < 0 {
+            return Err(ApiError::invalid(format!("metrics.stepsCompleted must not be negative, got {steps_completed}")));
+        }
+        let trial = self.trial_for(caller, path_trial_id, Access::Write).await?;
+        if report.trial_run_id != trial.run_id {
+            return Err(ApiError::invalid(format!(
+                "stale report: metrics.trialRunId is {} but trial {} is on run {}",
+                report.trial_run_id, trial.id, trial.run_id
+            )));
+        }
+        let searcher = if group == VALIDATION_GROUP {
+            let experiment = self.store.experiment_by_id(trial.experiment_id).await?;
+            let (name, smaller_is_better) = searcher_metric(&experiment.config);
+            name.map(|name| SearcherMetric { name: name.to_owned(), smaller_is_better })
+        } else {
+            None
+        };
+        let new = NewMetricReport {
+            trial_id: trial.id,
+            trial_run_id: report.trial_run_id,
+            group: group.to_owned(),
+            steps_completed,
+            report_time: report.report_time.unwrap_or_else(db_now),
+            avg_metrics: avg_metrics.clone(),
+            batch_metrics: report.batch_metrics.unwrap_or_default(),
+            searcher_metric: searcher,
+        };
+        self.store.insert_metrics(std::slice::from_ref(&new)).await?;
+        if group == VALIDATION_GROUP {
+            self.cluster.notify(ClusterEvent::ValidationReported {
+                trial_id: trial.id,
+                trial_run_id: report.trial_run_id,
+                steps_completed,
+                metrics: avg_metrics,
+            });
+        }
+        Ok(())
+    }
+
+    /// Progress in [0, 1] of the trial's searcher length.
+    pub async fn report_progress(&self, caller: &RuntimeCaller, trial_id: i32, progress: f64) -> ApiResult<()> {
+        if !progress.is_finite() || !(0.0..=1.0).contains(&progress) {
+            return Err(ApiError::invalid(format!("progress must be between 0 and 1, got {progress}")));
+        }
+        let trial = self.trial_for(caller, trial_id, Access::Write).await?;
+        self.store.set_trial_progress(trial.id, Some(progress)).await?;
+        self.cluster.notify(ClusterEvent::ProgressReported { trial_id: trial.id, progress });
+        Ok(())
+    }
+
+    pub async fn report_early_exit(&self, caller: &RuntimeCaller, trial_id: i32, reason: &str) -> ApiResult<()> {
+        if !EARLY_EXIT_REASONS.contains(&reason) {
+            return Err(ApiError::invalid(format!("reason must be one of {}, got {reason:?}", EARLY_EXIT_REASONS.join(", "))));
+        }
+        let trial = self.trial_for(caller, trial_id, Access::Write).await?;
+        self.cluster.notify(ClusterEvent::EarlyExit { trial_id: trial.id, reason: reason.to_owned() });
+        Ok(())
+    }
+
+    /// The short status text the web UI shows ("validating", ...).
+    pub async fn set_runner_state(&self, caller: &RuntimeCaller, trial_id: i32, state: &str) -> ApiResult<()> {
+        const MAX_CHARS: usize = 1024;
+        if state.chars().count() > MAX_CHARS {
+            return Err(ApiError::invalid(format!("state must be at most {MAX_CHARS} characters")));
+        }
+        let trial = self.trial_for(caller, trial_id, Access::Write).await?;
+        Ok(self.store.set_trial_runner_state(trial.id, state).await?)
+    }
+
+    /// `POST /api/v1/trials/{id}/kill`: only the experiment's owner or an admin.
+    pub async fn kill_trial(&self, caller: &Principal, trial_id: i32) -> ApiResult<()> {
+        let trial = self.store.trial_by_id(trial_id).await?;
+        let experiment = self.store.experiment_by_id(trial.experiment_id).await?;
+        ensure_owner(caller, &experiment, &format!("kill trial {trial_id}"))?;
+        self.cluster.notify(ClusterEvent::KillTrial { trial_id });
+        Ok(())
+    }
+
+    /// The best searcher-metric value validated so far across the experiment; 404 when none yet
+    /// (the harness reads 404 as "no validations").
+    pub async fn best_searcher_validation(&self, caller: &RuntimeCaller, experiment_id: i32) -> ApiResult<f64> {
+        let experiment = self.experiment_for(caller, experiment_id).await?;
+        let (Some(metric), smaller_is_better) = searcher_metric(&experiment.config) else {
+            return Err(ApiError::not_found(format!("experiment {experiment_id} has no searcher metric")));
+        };
+        let best = self.store.best_validation_for_experiment(experiment_id, metric, smaller_is_better).await?;
+        best.map(|b| b.value).ok_or_else(|| ApiError::not_found(format!("experiment {experiment_id} has no validation of {metric} yet")))
+    }
+
+    /// `POST /api/v1/runs/start`: the id the run's checkpoints name their storage by. Stable for
+    /// equal storage configurations (key order does not matter), so reports from restarts agree.
+    pub async fn prepare_run(&self, caller: &RuntimeCaller, run_id: i32, storage: Option<Value>) -> ApiResult<i32> {
+        let trial = self.trial_for(caller, run_id, Access::Write).await?;
+        let storage = match storage {
+            Some(s) if !s.is_null() => s,
+            _ => self.store.experiment_by_id(trial.experiment_id).await?.config["checkpoint_storage"].clone(),
+        };
+        Ok(storage_id(&storage))
+    }
+
+    /// The task's model definition (tar.gz); empty for tasks that have none.
+    pub async fn context_directory(&self, caller: &RuntimeCaller, task_id: &str) -> ApiResult<Vec<u8>> {
+        let task = self.task_for(caller, task_id, Access::Read).await?;
+        match self.store.trial_by_task_id(&task.task_id).await {
+            Ok(trial) => Ok(self.store.experiment_model_definition(trial.experiment_id).await?),
+            Err(StoreError::NotFound { .. }) => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// A positive int32 derived from the canonical JSON of a storage configuration.
+pub fn storage_id(storage: &Value) -> i32 {
+    let digest = Sha256::digest(canonical_json(storage).as_bytes());
+    let n = u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) & 0x7fff_ffff;
+    // 0 reads as "unset" in some clients.
+    i32::try_from(n.max(1)).unwrap_or(1)
+}
+
+fn canonical_json(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> =
+                keys.into_iter().map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&map[k]))).collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn storage_id_ignores_key_order_and_differs_by_content() {
+        let a = json!({"type": "shared_fs", "host_path": "/tmp", "save_trial_best": 1});
+        let b = json!({"save_trial_best": 1, "host_path": "/tmp", "type": "shared_fs"});
+        let c = json!({"type": "shared_fs", "host_path": "/data"});
+        assert_eq!(storage_id(&a), storage_id(&b));
+        assert_ne!(storage_id(&a), storage_id(&c));
+        assert!(storage_id(&a) > 0);
+    }
+}
