@@ -12,10 +12,13 @@ pub mod error;
 pub mod experiments;
 pub mod files;
 pub mod int64;
+pub mod logs;
 pub mod master;
 pub mod pagination;
+pub mod tasks;
 pub mod trials;
 pub mod users;
+pub mod workloads;
 mod wire_enum;
 
 /// The upstream release whose wire contract we implement. Reported by `/info` so the upstream CLI's

@@ -6,7 +6,7 @@ use resolute_store::Store;
 
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
-use crate::services::{AuthService, ExperimentService, SessionCache, UserService};
+use crate::services::{AuthService, ExperimentService, SessionCache, TaskLogService, TaskService, UserService};
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
 #[derive(Clone, Debug)]
@@ -25,6 +25,9 @@ pub struct AppState {
     pub auth: AuthService,
     pub users: UserService,
     pub experiments: ExperimentService,
+    /// Log streams; `task_logs.notify_new_lines()` wakes followers after logs are stored.
+    pub task_logs: TaskLogService,
+    pub tasks: TaskService,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
     pub store: Arc<dyn Store>,
@@ -40,6 +43,8 @@ impl AppState {
             auth: AuthService::new(store.clone(), sessions.clone(), lifespan),
             users: UserService::new(store.clone(), sessions),
             experiments,
+            task_logs: TaskLogService::new(store.clone()),
+            tasks: TaskService::new(store.clone(), cluster.clone()),
             cluster,
             store,
             config: Arc::new(config),

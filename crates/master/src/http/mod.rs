@@ -1,19 +1,24 @@
 //! The HTTP surface: a thin layer that parses requests, calls services and renders results.
 
 mod auth;
+mod checkpoint_download;
 mod experiment_items;
 mod experiment_wire;
 mod experiments;
 mod extract;
 mod info;
+mod logs;
+mod ndjson;
 mod openapi;
+mod tasks;
 mod users;
+mod workloads;
 
 use std::convert::Infallible;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use axum::{Extension, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 
@@ -58,6 +63,16 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/experiments/{id}/checkpoints", get(experiment_items::checkpoints))
         .route("/api/v1/experiments/{id}/model_def", get(experiment_items::model_def))
         .route("/api/v1/trials/{id}", get(experiment_items::trial))
+        .route("/api/v1/trials/{id}/logs", get(logs::trial_logs))
+        .route("/api/v1/trials/{id}/logs/fields", get(logs::trial_logs_fields))
+        .route("/api/v1/trials/{id}/workloads", get(workloads::list))
+        .route("/api/v1/tasks", get(tasks::list))
+        .route("/api/v1/tasks/count", get(tasks::count))
+        .route("/api/v1/tasks/{id}", get(tasks::get))
+        .route("/api/v1/tasks/{id}/logs", get(logs::task_logs))
+        .route("/api/v1/tasks/{id}/logs/fields", get(logs::task_logs_fields))
+        .route("/api/v1/checkpoints", delete(checkpoint_download::delete))
+        .route("/checkpoints/{uuid}", get(checkpoint_download::download))
         .route("/api/v1/openapi.json", get(openapi::document))
         .route("/api/v1/api.swagger.json", get(openapi::document))
         .fallback(not_found)

@@ -37,6 +37,16 @@ use utoipa::{Modify, OpenApi};
         super::experiment_items::checkpoints,
         super::experiment_items::model_def,
         super::experiment_items::trial,
+        super::logs::trial_logs,
+        super::logs::task_logs,
+        super::logs::trial_logs_fields,
+        super::logs::task_logs_fields,
+        super::workloads::list,
+        super::tasks::list,
+        super::tasks::get,
+        super::tasks::count,
+        super::checkpoint_download::download,
+        super::checkpoint_download::delete,
     ),
     modifiers(&BearerAuth)
 )]

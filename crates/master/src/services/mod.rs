@@ -1,13 +1,18 @@
 //! Business rules, independent of HTTP: handlers parse and render, services decide.
 
 mod auth;
+pub mod checkpoint_gc;
+pub mod checkpoint_storage;
 mod experiment_changes;
 mod experiment_items;
 pub mod experiment_state;
 mod experiments;
 pub mod model_def;
 mod session_cache;
+mod task_logs;
+mod tasks;
 mod users;
+mod workloads;
 
 pub use auth::{AuthService, Principal};
 pub use experiment_changes::ExperimentChanges;
@@ -15,3 +20,6 @@ pub use experiment_items::{CheckpointListQuery, CheckpointView, TrialListQuery, 
 pub use experiments::{CreatedExperiment, ExperimentListQuery, ExperimentService, ExperimentView, ListPage, NewExperimentRequest};
 pub use session_cache::SessionCache;
 pub use users::{NewUserRequest, UserChanges, UserListQuery, UserService, validate_username};
+pub use task_logs::{LogBatches, LogStreamRequest, LogSubject, TaskLogService};
+pub use tasks::{ActiveTaskCounts, OpenAllocation, TaskService};
+pub use workloads::{Workload, WorkloadKinds, WorkloadQuery, trial_workloads};
