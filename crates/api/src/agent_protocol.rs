@@ -42,11 +42,17 @@ pub enum MasterToAgent {
     MasterSetAgentOptions(AgentOptions),
     StartTask(Box<StartTask>),
     /// Graceful stop: SIGTERM to the task's process group, SIGKILL after the agent's grace period.
-    TerminateTask { container_id: String },
+    TerminateTask {
+        container_id: String,
+    },
     /// Immediate SIGKILL to the task's process group.
-    KillTask { container_id: String },
+    KillTask {
+        container_id: String,
+    },
     /// The master refuses this agent (e.g. a duplicate id); the agent logs `err_msg` and exits.
-    AgentShutdown { err_msg: String },
+    AgentShutdown {
+        err_msg: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -18,8 +18,8 @@ pub mod pagination;
 pub mod tasks;
 pub mod trials;
 pub mod users;
-pub mod workloads;
 mod wire_enum;
+pub mod workloads;
 
 /// The upstream release whose wire contract we implement. Reported by `/info` so the upstream CLI's
 /// version check stays silent.

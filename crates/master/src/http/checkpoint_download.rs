@@ -38,7 +38,12 @@ enum Format {
         (status = 400, description = "not a completed checkpoint", body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 501, description = "cloud storage or a zip archive", body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn download(State(state): State<AppState>, _caller: Principal, Path(uuid): Path<String>, headers: HeaderMap) -> ApiResult<Response> {
+pub async fn download(
+    State(state): State<AppState>,
+    _caller: Principal,
+    Path(uuid): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
     let format = format(&headers)?;
     let dir = checkpoint_storage::locate_checkpoint(state.store.as_ref(), &uuid).await?;
     let (tx, rx) = mpsc::channel(4);

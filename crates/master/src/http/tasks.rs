@@ -7,8 +7,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use resolute_api::error::ErrorBody;
 use resolute_api::tasks::{
-    Allocation, AllocationSummary, Device, DeviceType, GetActiveTasksCountResponse, GetTaskResponse, GetTasksResponse,
-    ResourcesSummary, ResourcesSummaryDevices, Task, TaskState, TaskType,
+    Allocation, AllocationSummary, Device, DeviceType, GetActiveTasksCountResponse, GetTaskResponse, GetTasksResponse, ResourcesSummary,
+    ResourcesSummaryDevices, Task, TaskState, TaskType,
 };
 use resolute_store::TaskWithAllocations;
 

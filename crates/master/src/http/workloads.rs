@@ -6,7 +6,9 @@ use resolute_api::checkpoints::CheckpointState;
 use resolute_api::error::ErrorBody;
 use resolute_api::trials::{Metrics, MetricsWorkload};
 use resolute_api::users::OrderBy;
-use resolute_api::workloads::{CheckpointWorkload, GetTrialWorkloadsQuery, GetTrialWorkloadsResponse, MetricType, WorkloadContainer, WorkloadFilter};
+use resolute_api::workloads::{
+    CheckpointWorkload, GetTrialWorkloadsQuery, GetTrialWorkloadsResponse, MetricType, WorkloadContainer, WorkloadFilter,
+};
 use resolute_store::MetricRecord;
 use serde_json::Value;
 

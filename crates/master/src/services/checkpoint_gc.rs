@@ -13,9 +13,9 @@ use resolute_store::{CHECKPOINT_COMPLETED, CheckpointGcPolicy, Store, StoreError
 use serde_json::Value;
 use thiserror::Error;
 
+use super::Principal;
 use super::checkpoint_storage::{StorageError, checkpoint_dir, experiment_storage};
 use super::experiments::searcher_metric;
-use super::Principal;
 use crate::error::{ApiError, ApiResult};
 
 pub const CHECKPOINT_DELETED: &str = "STATE_DELETED";

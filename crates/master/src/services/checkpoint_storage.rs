@@ -55,7 +55,10 @@ pub fn storage_root(storage: &Value) -> Result<PathBuf, StorageError> {
 
 /// A checkpoint's directory. The uuid names one directory entry, never a path.
 pub fn checkpoint_dir(storage: &Value, uuid: &str) -> Result<PathBuf, StorageError> {
-    let valid = !uuid.is_empty() && uuid.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') && uuid != "." && uuid != "..";
+    let valid = !uuid.is_empty()
+        && uuid.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        && uuid != "."
+        && uuid != "..";
     if !valid {
         return Err(StorageError::BadUuid(uuid.to_owned()));
     }
@@ -82,7 +85,9 @@ pub async fn locate_checkpoint(store: &dyn Store, uuid: &str) -> ApiResult<PathB
         }
     }
     let Some(experiment_id) = checkpoint.experiment_id else {
-        return Err(ApiError::unimplemented(format!("checkpoint {uuid} belongs to no experiment; only trial checkpoints can be downloaded")));
+        return Err(ApiError::unimplemented(format!(
+            "checkpoint {uuid} belongs to no experiment; only trial checkpoints can be downloaded"
+        )));
     };
     let experiment = store.experiment_by_id(experiment_id).await?;
     let storage_error = |e: StorageError| match e {

@@ -19,7 +19,7 @@ pub use experiment_changes::ExperimentChanges;
 pub use experiment_items::{CheckpointListQuery, CheckpointView, TrialListQuery, TrialView};
 pub use experiments::{CreatedExperiment, ExperimentListQuery, ExperimentService, ExperimentView, ListPage, NewExperimentRequest};
 pub use session_cache::SessionCache;
-pub use users::{NewUserRequest, UserChanges, UserListQuery, UserService, validate_username};
 pub use task_logs::{LogBatches, LogStreamRequest, LogSubject, TaskLogService};
 pub use tasks::{ActiveTaskCounts, OpenAllocation, TaskService};
+pub use users::{NewUserRequest, UserChanges, UserListQuery, UserService, validate_username};
 pub use workloads::{Workload, WorkloadKinds, WorkloadQuery, trial_workloads};

@@ -95,10 +95,8 @@ impl TaskService {
             match self.store.trial_by_task_id(&task.task_id).await {
                 Ok(trial) => {
                     let experiment = self.store.experiment_by_id(trial.experiment_id).await?;
-                    let priority = experiment.config["resources"]["priority"]
-                        .as_i64()
-                        .and_then(|p| i32::try_from(p).ok())
-                        .unwrap_or(DEFAULT_PRIORITY);
+                    let priority =
+                        experiment.config["resources"]["priority"].as_i64().and_then(|p| i32::try_from(p).ok()).unwrap_or(DEFAULT_PRIORITY);
                     return Ok((format!("Trial {} (Experiment {})", trial.id, trial.experiment_id), priority));
                 }
                 Err(StoreError::NotFound { .. }) => {}

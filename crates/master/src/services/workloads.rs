@@ -90,10 +90,7 @@ pub async fn trial_workloads(store: &dyn Store, trial_id: i32, q: &WorkloadQuery
         let filter = CheckpointFilter { trial_id: Some(trial_id), ..CheckpointFilter::default() };
         let checkpoints = store.list_checkpoints(&filter).await?.checkpoints;
         items.extend(
-            checkpoints
-                .into_iter()
-                .filter(|c| !(q.remove_deleted_checkpoints && c.state == "STATE_DELETED"))
-                .map(Workload::Checkpoint),
+            checkpoints.into_iter().filter(|c| !(q.remove_deleted_checkpoints && c.state == "STATE_DELETED")).map(Workload::Checkpoint),
         );
     }
     sort(&mut items, q);

@@ -3,12 +3,16 @@
 
 mod auth;
 mod bad_input;
+mod checkpoint_files;
 mod context;
 mod experiment_actions;
 mod experiment_lists;
 mod experiments;
 mod harness;
 mod info;
+mod logs;
+mod seed;
+mod tasks;
 mod users;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
@@ -42,6 +46,12 @@ harness::api_test!(experiment_actions::labels_and_patch);
 harness::api_test!(experiment_actions::only_owner_or_admin_can_change);
 harness::api_test!(experiment_lists::list_filters_sorts_and_paginates);
 harness::api_test!(experiment_lists::trials_and_checkpoints);
+harness::api_test!(logs::trial_and_task_logs_stream_with_filters);
+harness::api_test!(logs::follow_streams_new_lines_until_the_task_ends);
+harness::api_test!(tasks::tasks_list_get_and_count);
+harness::api_test!(tasks::trial_workloads_filter_sort_and_page);
+harness::api_test!(checkpoint_files::download_as_tar_and_tar_gz);
+harness::api_test!(checkpoint_files::gc_keeps_best_and_latest_and_is_idempotent);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {
