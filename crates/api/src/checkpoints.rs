@@ -110,3 +110,15 @@ pub struct GetExperimentCheckpointsResponse {
     pub checkpoints: Vec<Checkpoint>,
     pub pagination: Pagination,
 }
+
+/// `DELETE /api/v1/checkpoints`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteCheckpointsRequest {
+    #[serde(default, alias = "checkpoint_uuids")]
+    pub checkpoint_uuids: Vec<String>,
+}
+
+/// `DELETE /api/v1/checkpoints` answers `{}` once the files are gone and the rows say DELETED.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct DeleteCheckpointsResponse {}

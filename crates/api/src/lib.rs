@@ -12,12 +12,15 @@ pub mod error;
 pub mod experiments;
 pub mod files;
 pub mod int64;
+pub mod logs;
 pub mod master;
 pub mod pagination;
 pub mod runtime;
+pub mod tasks;
 pub mod trials;
 pub mod users;
 mod wire_enum;
+pub mod workloads;
 
 /// The upstream release whose wire contract we implement. Reported by `/info` so the upstream CLI's
 /// version check stays silent.

@@ -6,7 +6,7 @@ use resolute_store::Store;
 
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
-use crate::services::{AuthService, ExperimentService, SessionCache, TrialRuntimeService, UserService};
+use crate::services::{AuthService, ExperimentService, SessionCache, TaskLogService, TaskService, TrialRuntimeService, UserService};
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
 #[derive(Clone, Debug)]
@@ -25,6 +25,9 @@ pub struct AppState {
     pub auth: AuthService,
     pub users: UserService,
     pub experiments: ExperimentService,
+    /// Log streams; `task_logs.notify_new_lines()` wakes followers after logs are stored.
+    pub task_logs: TaskLogService,
+    pub tasks: TaskService,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
@@ -43,6 +46,8 @@ impl AppState {
             users: UserService::new(store.clone(), sessions),
             experiments,
             runtime: TrialRuntimeService::new(store.clone(), cluster.clone()),
+            task_logs: TaskLogService::new(store.clone()),
+            tasks: TaskService::new(store.clone(), cluster.clone()),
             cluster,
             store,
             config: Arc::new(config),

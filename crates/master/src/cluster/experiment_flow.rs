@@ -410,6 +410,9 @@ impl Orchestrator {
         let Some(trial) = self.trials.remove(&trial_id) else { return Ok(Vec::new()) };
         self.store.update_trial_state(trial_id, state, Some(db_now())).await?;
         self.store.end_task(&trial.task_id, db_now()).await?;
+        if let Some(config) = self.experiments.get(&trial.experiment_id).map(|e| e.config_json.clone()) {
+            self.collect_checkpoints(trial.experiment_id, &config).await;
+        }
         let Some(exp) = self.experiments.get_mut(&trial.experiment_id) else { return Ok(Vec::new()) };
         // The searcher hears why a trial ended early, then (always) that it closed.
         let reason = match state {
@@ -430,9 +433,16 @@ impl Orchestrator {
         self.experiments.values().find(|e| e.trials.values().any(|t| *t == trial_id)).map(|e| e.id)
     }
 
-    async fn collect_checkpoints(&self, experiment_id: i32, config: &Value) {
-        // The checkpoint GC service lands with the read side; until then experiments keep theirs.
-        let _ = (experiment_id, config);
+    /// Applies the experiment's checkpoint GC policy. Failures are logged: GC is idempotent and
+    /// runs again the next time the experiment's checkpoints are collected.
+    pub(super) async fn collect_checkpoints(&self, experiment_id: i32, config: &Value) {
+        match crate::services::checkpoint_gc::collect_experiment_checkpoints(self.store.as_ref(), experiment_id, config).await {
+            Ok(report) if !report.deleted.is_empty() => {
+                tracing::info!(experiment = experiment_id, deleted = report.deleted.len(), "checkpoint GC deleted checkpoints");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(experiment = experiment_id, error = %e, "checkpoint GC failed"),
+        }
     }
 }
 

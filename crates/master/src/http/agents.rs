@@ -84,8 +84,9 @@ async fn handle_agent_message(state: &AppState, conn_id: u64, agent_id: &str, te
         // Stored here, in order, before any later state change of the same task reaches the loop.
         AgentToMaster::TaskLogs { lines } => {
             let rows: Vec<NewLogLine> = lines.into_iter().map(|l| log_row(agent_id, l)).collect();
-            if let Err(e) = state.store.insert_logs(&rows).await {
-                tracing::error!(agent = %agent_id, error = %e, lines = rows.len(), "storing task logs failed");
+            match state.store.insert_logs(&rows).await {
+                Ok(()) => state.task_logs.notify_new_lines(),
+                Err(e) => tracing::error!(agent = %agent_id, error = %e, lines = rows.len(), "storing task logs failed"),
             }
         }
         message => state.cluster.notify(ClusterEvent::AgentMessage { conn_id, agent_id: agent_id.to_owned(), message }),

@@ -2,17 +2,22 @@
 
 mod agents;
 mod auth;
+mod checkpoint_download;
 mod experiment_items;
 mod experiment_wire;
 mod experiments;
 mod extract;
 mod info;
+mod logs;
+mod ndjson;
 mod openapi;
 mod runtime_allocations;
 mod runtime_auth;
 mod runtime_checkpoints;
 mod runtime_trials;
+mod tasks;
 mod users;
+mod workloads;
 
 use std::convert::Infallible;
 
@@ -78,7 +83,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/runs/start", post(runtime_trials::prepare_run))
         .route("/api/v1/tasks/{id}/context_directory", get(runtime_trials::context_directory))
         .route("/api/v1/task/logs", post(runtime_allocations::post_logs))
-        .route("/api/v1/checkpoints", post(runtime_checkpoints::report).patch(runtime_checkpoints::patch))
+        .route("/api/v1/checkpoints", post(runtime_checkpoints::report).patch(runtime_checkpoints::patch).delete(checkpoint_download::delete))
         .route("/api/v1/checkpoints/{uuid}", get(runtime_checkpoints::get))
         .route("/api/v1/allocations/{id}/signals/preemption", get(runtime_allocations::preemption))
         .route("/api/v1/allocations/{id}/signals/ack_preemption", post(runtime_allocations::ack_preemption))
@@ -89,6 +94,15 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/allocations/{id}/proxy_address", post(runtime_allocations::proxy_address))
         .route("/api/v1/allocations/{id}/resources/{rid}/rendezvous", get(runtime_allocations::rendezvous))
         .route("/api/v1/allocations/{id}/all_gather", post(runtime_allocations::all_gather))
+        .route("/api/v1/trials/{id}/logs", get(logs::trial_logs))
+        .route("/api/v1/trials/{id}/logs/fields", get(logs::trial_logs_fields))
+        .route("/api/v1/trials/{id}/workloads", get(workloads::list))
+        .route("/api/v1/tasks", get(tasks::list))
+        .route("/api/v1/tasks/count", get(tasks::count))
+        .route("/api/v1/tasks/{id}", get(tasks::get))
+        .route("/api/v1/tasks/{id}/logs", get(logs::task_logs))
+        .route("/api/v1/tasks/{id}/logs/fields", get(logs::task_logs_fields))
+        .route("/checkpoints/{uuid}", get(checkpoint_download::download))
         .route("/api/v1/openapi.json", get(openapi::document))
         .route("/api/v1/api.swagger.json", get(openapi::document))
         .fallback(not_found)

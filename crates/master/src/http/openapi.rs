@@ -58,6 +58,16 @@ use utoipa::{Modify, OpenApi};
         super::runtime_allocations::rendezvous,
         super::runtime_allocations::all_gather,
         super::runtime_allocations::post_logs,
+        super::logs::trial_logs,
+        super::logs::task_logs,
+        super::logs::trial_logs_fields,
+        super::logs::task_logs_fields,
+        super::workloads::list,
+        super::tasks::list,
+        super::tasks::get,
+        super::tasks::count,
+        super::checkpoint_download::download,
+        super::checkpoint_download::delete,
     ),
     modifiers(&BearerAuth)
 )]

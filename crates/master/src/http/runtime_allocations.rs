@@ -157,5 +157,6 @@ pub async fn post_logs(
         })
         .collect();
     state.runtime.post_logs(&caller, lines).await?;
+    state.task_logs.notify_new_lines();
     Ok(Json(Empty {}))
 }

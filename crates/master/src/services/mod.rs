@@ -2,6 +2,8 @@
 
 pub mod allocation_tokens;
 mod auth;
+pub mod checkpoint_gc;
+pub mod checkpoint_storage;
 mod experiment_changes;
 mod experiment_items;
 pub mod experiment_state;
@@ -12,7 +14,10 @@ pub mod trial_runtime;
 mod trial_runtime_access;
 pub mod trial_runtime_allocations;
 pub mod trial_runtime_checkpoints;
+mod task_logs;
+mod tasks;
 mod users;
+mod workloads;
 
 pub use allocation_tokens::{AllocationPrincipal, authenticate_allocation_token, issue_allocation_token};
 pub use auth::{AuthService, Principal};
@@ -22,4 +27,7 @@ pub use experiments::{CreatedExperiment, ExperimentListQuery, ExperimentService,
 pub use session_cache::SessionCache;
 pub use trial_runtime::TrialRuntimeService;
 pub use trial_runtime_access::{Access, RuntimeCaller};
+pub use task_logs::{LogBatches, LogStreamRequest, LogSubject, TaskLogService};
+pub use tasks::{ActiveTaskCounts, OpenAllocation, TaskService};
 pub use users::{NewUserRequest, UserChanges, UserListQuery, UserService, validate_username};
+pub use workloads::{Workload, WorkloadKinds, WorkloadQuery, trial_workloads};

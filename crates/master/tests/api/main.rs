@@ -4,6 +4,7 @@
 mod auth;
 mod bad_input;
 mod cluster_loop;
+mod checkpoint_files;
 mod context;
 mod experiment_actions;
 mod experiment_lists;
@@ -14,6 +15,9 @@ mod runtime_allocations;
 mod runtime_checkpoints;
 mod runtime_support;
 mod runtime_trials;
+mod logs;
+mod seed;
+mod tasks;
 mod users;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
@@ -59,6 +63,12 @@ harness::api_test!(runtime_allocations::preemption_long_poll_and_signals);
 harness::api_test!(runtime_allocations::prep_container_calls_and_task_logs);
 harness::api_test!(runtime_allocations::task_tokens_are_confined);
 harness::api_test!(runtime_allocations::task_token_reads_its_own_trial);
+harness::api_test!(logs::trial_and_task_logs_stream_with_filters);
+harness::api_test!(logs::follow_streams_new_lines_until_the_task_ends);
+harness::api_test!(tasks::tasks_list_get_and_count);
+harness::api_test!(tasks::trial_workloads_filter_sort_and_page);
+harness::api_test!(checkpoint_files::download_as_tar_and_tar_gz);
+harness::api_test!(checkpoint_files::gc_keeps_best_and_latest_and_is_idempotent);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {

@@ -1,0 +1,156 @@
+//! Checkpoint files: download as tar and tar.gz, the 4xx cases, garbage collection by the
+//! experiment's retention policy, and `DELETE /api/v1/checkpoints`.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use flate2::read::GzDecoder;
+use resolute_master::services::checkpoint_gc::collect_experiment_checkpoints;
+use serde_json::json;
+
+use crate::experiments::create;
+use crate::harness::{TestMaster, assert_error};
+use crate::seed;
+
+fn yaml(name: &str, storage: &str) -> String {
+    format!(
+        "name: {name}\nentrypoint: python3 train.py\nsearcher: {{name: single, metric: accuracy, smaller_is_better: false}}\n\
+         checkpoint_storage: {storage}\n"
+    )
+}
+
+/// Writes a checkpoint directory: metadata.json, model/w.bin, an empty dir.
+fn write_files(root: &Path, uuid: &str) {
+    let dir = root.join(uuid);
+    std::fs::create_dir_all(dir.join("model")).unwrap();
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    std::fs::write(dir.join("metadata.json"), format!("{{\"uuid\": \"{uuid}\"}}")).unwrap();
+    std::fs::write(dir.join("model/w.bin"), vec![7u8; 300_000]).unwrap();
+}
+
+/// Path → contents of every regular file in an archive, plus its directory names.
+fn unpack(bytes: &[u8]) -> (BTreeMap<String, Vec<u8>>, Vec<String>) {
+    let mut archive = tar::Archive::new(bytes);
+    let (mut files, mut dirs) = (BTreeMap::new(), Vec::new());
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let path = entry.path().unwrap().to_string_lossy().trim_end_matches('/').to_owned();
+        if entry.header().entry_type().is_dir() {
+            dirs.push(path);
+        } else {
+            let mut data = Vec::new();
+            entry.read_to_end(&mut data).unwrap();
+            files.insert(path, data);
+        }
+    }
+    (files, dirs)
+}
+
+async fn download(m: &TestMaster, token: &str, uuid: &str, accept: Option<&str>) -> reqwest::Response {
+    let mut req = m.http.get(format!("{}/checkpoints/{uuid}", m.base)).bearer_auth(token);
+    if let Some(a) = accept {
+        req = req.header("Accept", a);
+    }
+    req.send().await.unwrap()
+}
+
+pub async fn download_as_tar_and_tar_gz(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let storage = tempfile::tempdir().unwrap();
+    let shared = format!("{{type: shared_fs, host_path: {}, storage_path: sub}}", storage.path().display());
+    let exp = create(m, &admin, &yaml("dl", &shared), false).await;
+    let trial = seed::trial(m, exp, 1).await;
+    seed::checkpoint(m, &trial, "c-1", 100, Some(0.5), "STATE_COMPLETED").await;
+    write_files(&storage.path().join("sub"), "c-1");
+
+    let expected =
+        BTreeMap::from([("metadata.json".to_owned(), b"{\"uuid\": \"c-1\"}".to_vec()), ("model/w.bin".to_owned(), vec![7u8; 300_000])]);
+    let tar = download(m, &admin, "c-1", None).await;
+    assert_eq!(tar.status(), 200);
+    assert_eq!(tar.headers()["content-type"], "application/x-tar");
+    let (files, mut dirs) = unpack(&tar.bytes().await.unwrap());
+    dirs.sort();
+    assert_eq!(files, expected);
+    assert_eq!(dirs, ["empty", "model"]);
+
+    let gz = download(m, &admin, "c-1", Some("application/gzip")).await;
+    assert_eq!(gz.status(), 200);
+    assert_eq!(gz.headers()["content-type"], "application/gzip");
+    let mut raw = Vec::new();
+    GzDecoder::new(&gz.bytes().await.unwrap()[..]).read_to_end(&mut raw).unwrap();
+    assert_eq!(unpack(&raw).0, expected);
+
+    let r = download(m, &admin, "nope", None).await;
+    assert_eq!(r.status(), 404);
+    seed::checkpoint(m, &trial, "c-active", 200, None, "STATE_ACTIVE").await;
+    let r = download(m, &admin, "c-active", None).await;
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("only COMPLETED or PARTIALLY_DELETED"));
+    seed::checkpoint(m, &trial, "c-deleted", 300, None, "STATE_DELETED").await;
+    assert_eq!(download(m, &admin, "c-deleted", None).await.status(), 404);
+    seed::checkpoint(m, &trial, "c-nofiles", 400, None, "STATE_COMPLETED").await;
+    let r = download(m, &admin, "c-nofiles", None).await;
+    assert_eq!(r.status(), 404);
+    assert!(r.text().await.unwrap().contains("not in storage"));
+    assert_eq!(download(m, &admin, "c-1", Some("application/zip")).await.status(), 501);
+    assert_eq!(m.http.get(format!("{}/checkpoints/c-1", m.base)).send().await.unwrap().status(), 401);
+
+    let s3 = create(m, &admin, &yaml("s3", "{type: s3, bucket: b}"), false).await;
+    let s3_trial = seed::trial(m, s3, 1).await;
+    seed::checkpoint(m, &s3_trial, "c-s3", 100, None, "STATE_COMPLETED").await;
+    let r = download(m, &admin, "c-s3", None).await;
+    assert_eq!(r.status(), 501);
+    assert!(r.text().await.unwrap().contains("not supported by this master yet"));
+}
+
+pub async fn gc_keeps_best_and_latest_and_is_idempotent(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let storage = tempfile::tempdir().unwrap();
+    let dir = format!("{{type: directory, container_path: {}}}", storage.path().display());
+    let exp = create(m, &admin, &yaml("gc", &dir), false).await;
+    let t1 = seed::trial(m, exp, 1).await;
+    let t2 = seed::trial(m, exp, 2).await;
+    // Trial 1: best is 200, latest 400; 100 and 300 go. Trial 2: one checkpoint, kept.
+    for (uuid, steps, metric) in [("a-100", 100, Some(0.5)), ("a-200", 200, Some(0.9)), ("a-300", 300, Some(0.7)), ("a-400", 400, None)] {
+        seed::checkpoint(m, &t1, uuid, steps, metric, "STATE_COMPLETED").await;
+        write_files(storage.path(), uuid);
+    }
+    seed::checkpoint(m, &t2, "b-100", 100, Some(0.1), "STATE_COMPLETED").await;
+    write_files(storage.path(), "b-100");
+    std::fs::remove_dir_all(storage.path().join("a-300")).unwrap(); // already gone: tolerated
+
+    let config = m.store.experiment_by_id(i32::try_from(exp).unwrap()).await.unwrap().config;
+    let report = collect_experiment_checkpoints(m.store.as_ref(), i32::try_from(exp).unwrap(), &config).await.unwrap();
+    assert_eq!(report.deleted, ["a-100", "a-300"]);
+    assert_eq!(report.already_missing, ["a-300"]);
+    for (uuid, kept) in [("a-100", false), ("a-200", true), ("a-300", false), ("a-400", true), ("b-100", true)] {
+        assert_eq!(storage.path().join(uuid).exists(), kept, "{uuid} files");
+        let c = m.store.checkpoint_by_uuid(uuid).await.unwrap();
+        assert_eq!(c.state, if kept { "STATE_COMPLETED" } else { "STATE_DELETED" }, "{uuid}");
+        assert_eq!(c.resources.is_empty(), !kept, "{uuid} resources");
+    }
+    let again = collect_experiment_checkpoints(m.store.as_ref(), i32::try_from(exp).unwrap(), &config).await.unwrap();
+    assert!(again.deleted.is_empty(), "idempotent: {again:?}");
+
+    // DELETE /api/v1/checkpoints: owner or admin; files first, then the state.
+    m.create_user(&admin, "mallory", "Mallory1").await;
+    let mallory = m.login("mallory", "Mallory1").await;
+    let body = json!({"checkpointUuids": ["a-200"]});
+    let denied = m.send(m.http.delete(format!("{}/api/v1/checkpoints", m.base)).bearer_auth(&mallory).json(&body)).await;
+    assert_error(&denied, 403, "PermissionDenied");
+    assert!(storage.path().join("a-200").exists());
+    let ok = m.send(m.http.delete(format!("{}/api/v1/checkpoints", m.base)).bearer_auth(&admin).json(&body)).await;
+    assert_eq!(ok.status, 200, "{}", ok.text);
+    assert_eq!(ok.body, json!({}));
+    assert!(!storage.path().join("a-200").exists());
+    assert_eq!(m.store.checkpoint_by_uuid("a-200").await.unwrap().state, "STATE_DELETED");
+    let repeat = m.send(m.http.delete(format!("{}/api/v1/checkpoints", m.base)).bearer_auth(&admin).json(&body)).await;
+    assert_eq!(repeat.status, 200, "deleting a deleted checkpoint again is a no-op: {}", repeat.text);
+    let unknown = json!({"checkpointUuids": ["a-400", "zzz"]});
+    let r = m.send(m.http.delete(format!("{}/api/v1/checkpoints", m.base)).bearer_auth(&admin).json(&unknown)).await;
+    assert_error(&r, 404, "NotFound");
+    assert!(storage.path().join("a-400").exists(), "nothing is deleted when one uuid is unknown");
+    let empty = m.send(m.http.delete(format!("{}/api/v1/checkpoints", m.base)).bearer_auth(&admin).json(&json!({}))).await;
+    assert_error(&empty, 400, "InvalidArgument");
+}
