@@ -98,12 +98,18 @@ impl ShimDir {
         std::fs::write(&path, sitecustomize_source(&self.info_dir())).map_err(io(&path))
     }
 
-    /// Deletes the shim dir; one already gone is fine.
+    /// Deletes the shim dir (one already gone is fine), and its `<task_id>` parent when that is
+    /// left empty, as the work dir's removal does.
     pub fn remove(&self) -> std::io::Result<()> {
         match std::fs::remove_dir_all(&self.root) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
         }
+        if let Some(task_dir) = self.root.parent() {
+            // Fails while the work dir or another allocation's dirs are still there; that is expected.
+            let _ = std::fs::remove_dir(task_dir);
+        }
+        Ok(())
     }
 }
 

@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 
 use self::connection::{ConnectError, Incoming, Outbox, Ws};
 use self::log_batch::LogBatch;
-use self::tasks::{Stop, StartOutcome, TaskEntry};
+use self::tasks::{StartOutcome, Stop, TaskEntry};
 use crate::config::{AgentConfig, ConfigError};
 use crate::devices::{Device, DeviceError, DeviceType, detect_devices};
 use crate::events::{RuntimeEvent, TaskExit};
@@ -269,7 +269,13 @@ impl Daemon {
         tracing::info!("starting container {container_id} of task {} ({})", start.task_id, start.description);
         self.tasks.insert(
             container_id.clone(),
-            TaskEntry { allocation_id: start.allocation_id, shim: launch.shim.clone(), running: false, pending_exit: None, pending_stop: None },
+            TaskEntry {
+                allocation_id: start.allocation_id,
+                shim: launch.shim.clone(),
+                running: false,
+                pending_exit: None,
+                pending_stop: None,
+            },
         );
         let (runtime, started) = (self.runtime.clone(), self.started_tx.clone());
         tokio::spawn(async move {
@@ -380,7 +386,7 @@ impl Daemon {
 
     /// Terminates every task gracefully and waits for their exits, sending what they report when
     /// a connection is given.
-    async fn stop_tasks(&mut self, mut ws: Option<&mut Ws>) {
+    async fn stop_tasks(&mut self, ws: Option<&mut Ws>) {
         self.stopping = true;
         let running: Vec<String> = self.tasks.iter().filter(|(_, e)| e.running).map(|(id, _)| id.clone()).collect();
         if !running.is_empty() {
@@ -402,7 +408,7 @@ impl Daemon {
             }
         }
         self.flush_batch();
-        if let Some(ws) = ws.as_deref_mut()
+        if let Some(ws) = ws
             && !self.outbox.is_empty()
             && tokio::time::timeout(FINAL_FLUSH_TIMEOUT, self.outbox.flush(ws)).await.is_err()
         {

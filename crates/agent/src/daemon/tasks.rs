@@ -51,10 +51,7 @@ pub(crate) struct Launch {
 /// Checks the message and builds the spec and the shim location; `Err` is the failure to report.
 pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path) -> Result<Launch, String> {
     let task_type: TaskType = serde_json::from_value(serde_json::Value::String(start.task_type.clone())).map_err(|_| {
-        format!(
-            "unknown task_type {:?}; expected TRIAL, NOTEBOOK, SHELL, COMMAND, TENSORBOARD, CHECKPOINT_GC or GENERIC",
-            start.task_type
-        )
+        format!("unknown task_type {:?}; expected TRIAL, NOTEBOOK, SHELL, COMMAND, TENSORBOARD, CHECKPOINT_GC or GENERIC", start.task_type)
     })?;
     let mut assigned = Vec::with_capacity(start.slot_ids.len());
     for slot in &start.slot_ids {
@@ -117,7 +114,8 @@ pub(crate) async fn launch(runtime: Runtime, launch: Launch) -> Result<u32, Stri
 fn final_environment(runtime: &Runtime, spec: &TaskSpec) -> Result<BTreeMap<String, String>, String> {
     let options = runtime.options();
     let container_id = spec.container_id.clone().unwrap_or_default();
-    let context = LaunchContext { agent_id: &options.agent_id, container_id: &container_id, python: &options.python, inherited: Vec::new() };
+    let context =
+        LaunchContext { agent_id: &options.agent_id, container_id: &container_id, python: &options.python, inherited: Vec::new() };
     environment(spec, &context).map_err(|e| e.to_string())
 }
 
