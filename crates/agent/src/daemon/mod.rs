@@ -173,8 +173,9 @@ impl Daemon {
     ) -> Result<Option<(Ws, AgentOptions)>, DaemonError> {
         self.query.reconnect = reconnect;
         let url = connection::agents_url(&self.config.master_host, self.config.master_port, &self.query);
-        let attempts = self.config.agent_reconnect_attempts + 1;
-        let mut last_error = String::new();
+        // At start: one try plus the retries; after a lost connection: the retries.
+        let attempts = self.config.agent_reconnect_attempts + u32::from(!reconnect);
+        let mut last_error = "agent_reconnect_attempts is 0".to_string();
         for attempt in 0..attempts {
             if attempt > 0 || reconnect {
                 let wait = tokio::time::sleep(self.config.agent_reconnect_backoff);

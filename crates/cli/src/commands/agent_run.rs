@@ -172,7 +172,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("agent.yaml");
         std::fs::write(&file, "master_host: m.example\nmaster_port: 9000\nslot_type: cuda\nagent_reconnect_backoff: 0.5\n").unwrap();
-        let config = load_config(&parse(&["--config-file", file.to_str().unwrap(), "--master-port", "9100", "--slot-type", "cpu"])).unwrap();
+        let config =
+            load_config(&parse(&["--config-file", file.to_str().unwrap(), "--master-port", "9100", "--slot-type", "cpu"])).unwrap();
         assert_eq!((config.master_host.as_str(), config.master_port, config.slot_type), ("m.example", 9100, SlotType::Cpu));
         assert_eq!(config.agent_reconnect_backoff, std::time::Duration::from_millis(500));
     }
