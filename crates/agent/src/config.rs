@@ -27,6 +27,13 @@ pub struct AgentConfig {
     pub python: PathBuf,
     /// How long a terminated task gets between SIGTERM and SIGKILL.
     pub termination_grace_seconds: u64,
+    /// How many times to retry connecting to the master, at start and after a lost connection.
+    pub agent_reconnect_attempts: u32,
+    /// Wait between connection attempts, in seconds (fractions allowed).
+    #[serde(with = "seconds")]
+    pub agent_reconnect_backoff: Duration,
+    /// Keep task work dirs (and their harness info) after the task ended, for debugging (ours).
+    pub keep_work_dirs: bool,
 }
 
 /// Which devices the agent offers as slots (`slot_type`).
@@ -70,6 +77,9 @@ impl Default for AgentConfig {
             work_root: None,
             python: PathBuf::from("python3"),
             termination_grace_seconds: 30,
+            agent_reconnect_attempts: 5,
+            agent_reconnect_backoff: Duration::from_secs(5),
+            keep_work_dirs: false,
         }
     }
 }
@@ -165,6 +175,22 @@ fn visible_gpus_from_yaml<'de, D: Deserializer<'de>>(deserializer: D) -> Result<
     }))
 }
 
+/// A [`Duration`] written as a number of seconds, as upstream's `agent_reconnect_backoff`.
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(value.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(deserializer)?;
+        Duration::try_from_secs_f64(secs).map_err(|_| serde::de::Error::custom("expected a non-negative number of seconds"))
+    }
+}
+
 /// Makes `path` absolute against the current directory without touching the file system.
 pub(crate) fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
@@ -214,5 +240,14 @@ mod tests {
         }
         let config = AgentConfig { master_port: 0, ..AgentConfig::default() };
         assert_eq!(config.validate(), Err(ConfigError::InvalidMasterPort));
+    }
+
+    #[test]
+    fn reconnect_backoff_is_seconds() {
+        let config: AgentConfig = serde_json::from_str(r#"{"agent_reconnect_backoff":0.25,"agent_reconnect_attempts":2}"#).unwrap();
+        assert_eq!(config.agent_reconnect_backoff, Duration::from_millis(250));
+        assert_eq!(config.agent_reconnect_attempts, 2);
+        assert!(serde_json::from_str::<AgentConfig>(r#"{"agent_reconnect_backoff":-1}"#).is_err());
+        assert_eq!(AgentConfig::default().agent_reconnect_backoff, Duration::from_secs(5));
     }
 }

@@ -3,11 +3,14 @@
 //! [`TaskSpec`] into a command line and environment, [`workdir`] prepares the task's directory,
 //! [`process`] spawns and supervises it, and [`logs`] captures its output as [`events`].
 //! [`storage`] maps `shared_fs` checkpoint storage onto host paths. How the master drives the
-//! runtime (the agent websocket protocol) lives elsewhere.
+//! runtime over the agent websocket protocol is [`daemon`]; [`harness_shim`] gives each task the
+//! info files the upstream harness expects.
 
 pub mod config;
+pub mod daemon;
 pub mod devices;
 pub mod events;
+pub mod harness_shim;
 pub mod logs;
 pub mod process;
 pub mod spec;
@@ -15,6 +18,7 @@ pub mod storage;
 pub mod workdir;
 
 pub use config::{AgentConfig, ConfigError, SlotType};
+pub use daemon::DaemonError;
 pub use devices::{Device, DeviceError, DeviceSources, DeviceType, detect_devices, select_devices};
 pub use events::{LogLine, RuntimeEvent, StdType, TaskExit};
 pub use logs::LogOverflow;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{ArgAction, Parser, Subcommand};
 use resolute_cli::commands::Globals;
+use resolute_cli::commands::agent_run;
 use resolute_cli::commands::deploy::{self, DeployArgs};
 use resolute_cli::commands::master::{self, MasterCommand};
 use resolute_cli::commands::user::{self, UserCommand};
@@ -50,6 +51,18 @@ enum Command {
     /// manage deployments
     #[command(visible_alias = "d")]
     Deploy(DeployArgs),
+    /// manage agents
+    #[command(visible_alias = "a")]
+    Agent {
+        #[command(subcommand)]
+        command: AgentCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AgentCommand {
+    /// run an agent in the foreground until SIGINT/SIGTERM
+    Run(agent_run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,13 +81,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
     let command = match cli.command {
         Command::Deploy(args) => return Ok(deploy::run(args)?),
         Command::Master { command: MasterCommand::Run(args) } => return Ok(master::run(args)?),
+        Command::Agent { command: AgentCommand::Run(args) } => return Ok(agent_run::run(args)?),
         other => other,
     };
     let globals = Globals { master: master_url(cli.master)?, user: cli.user, json: cli.json };
     match command {
         Command::Master { command: MasterCommand::Info } => master::info(&globals)?,
         Command::User { command } => user::run(&globals, command)?,
-        Command::Master { command: MasterCommand::Run(_) } | Command::Deploy(_) => {}
+        Command::Master { command: MasterCommand::Run(_) } | Command::Deploy(_) | Command::Agent { .. } => {}
     }
     Ok(())
 }

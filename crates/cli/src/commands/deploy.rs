@@ -1,5 +1,5 @@
-//! `det deploy local cluster-up|cluster-down`: a master on this machine, run as a detached
-//! `det master run` process instead of upstream's Docker containers.
+//! `det deploy local cluster-up|cluster-down`: a master and its agents on this machine, run as
+//! detached `det master run` and `det agent run` processes instead of upstream's Docker containers.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 
+use super::local_agents;
 use crate::error::CliError;
 use crate::local_process::{self, Paths};
 use crate::say;
@@ -69,12 +70,18 @@ pub struct ClusterUpArgs {
     /// remove current master database
     #[arg(long)]
     delete_db: bool,
-    /// enable GPU support for agent (no effect until agents are supported)
+    /// enable GPU support for agent
     #[arg(long, overrides_with = "no_gpu")]
     gpu: bool,
-    /// disable GPU support for agent (no effect until agents are supported)
+    /// disable GPU support for agent
     #[arg(long, overrides_with = "gpu")]
     no_gpu: bool,
+    /// number of agents to start (on this machine)
+    #[arg(long, default_value_t = 1)]
+    agents: u32,
+    /// give each agent this many fake CPU slots instead of its devices
+    #[arg(long, value_name = "N")]
+    artificial_slots: Option<u32>,
     #[command(flatten)]
     _docker: DockerOnlyArgs,
 }
@@ -83,8 +90,6 @@ pub struct ClusterUpArgs {
 #[derive(Debug, Args)]
 #[allow(dead_code)]
 struct DockerOnlyArgs {
-    #[arg(long, hide = true)]
-    agents: Option<u32>,
     #[arg(long, hide = true)]
     det_version: Option<String>,
     #[arg(long, hide = true)]
@@ -124,7 +129,7 @@ fn cluster_up(paths: &Paths, args: &ClusterUpArgs) -> Result<(), CliError> {
     if let Some(pid) = local_process::running_pid(paths) {
         if local_process::answers(args.master_port) {
             say!("The master is already running at {url} (pid {pid}).");
-            return Ok(());
+            return local_agents::start(paths, args.master_port, &agent_options(args));
         }
         return Err(CliError::msg(format!(
             "a master started by 'det deploy local' is already running (pid {pid}) but does not \
@@ -138,9 +143,6 @@ fn cluster_up(paths: &Paths, args: &ClusterUpArgs) -> Result<(), CliError> {
         return Ok(());
     }
 
-    if args.gpu || args.no_gpu {
-        eprintln!("Note: --gpu/--no-gpu have no effect yet: GPUs are used by agents, which are not supported yet.");
-    }
     if args.delete_db {
         delete_db(paths)?;
     }
@@ -151,6 +153,7 @@ fn cluster_up(paths: &Paths, args: &ClusterUpArgs) -> Result<(), CliError> {
     say!("The master is up at {url} (pid {pid}).");
     say!("  data directory: {}", paths.data_dir.display());
     say!("  log file:       {}", paths.log_file.display());
+    local_agents::start(paths, args.master_port, &agent_options(args))?;
     let passwords = match args.initial_user_password {
         Some(_) => "the password given by --initial-user-password",
         None => "blank passwords",
@@ -162,7 +165,12 @@ fn cluster_up(paths: &Paths, args: &ClusterUpArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+fn agent_options(args: &ClusterUpArgs) -> local_agents::AgentOptions {
+    local_agents::AgentOptions { count: args.agents, no_gpu: args.no_gpu, artificial_slots: args.artificial_slots }
+}
+
 fn cluster_down(paths: &Paths, args: &ClusterDownArgs) -> Result<(), CliError> {
+    local_agents::stop_all(paths)?;
     match local_process::running_pid(paths) {
         None => say!("No master started by 'det deploy local' is running."),
         Some(pid) => {

@@ -1,6 +1,8 @@
 //! One module per top-level command group.
 
+pub mod agent_run;
 pub mod deploy;
+mod local_agents;
 pub mod master;
 pub mod user;
 

@@ -1,0 +1,209 @@
+//! The websocket to the master: the `/agents` URL, the connect + `MasterSetAgentOptions`
+//! handshake, framing of protocol messages, and the bounded outbox that holds what the agent has
+//! to say while it is disconnected.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use resolute_api::agent_protocol::{AgentConnectQuery, AgentOptions, AgentToMaster, MasterToAgent};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+pub(crate) type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Most log lines held while disconnected; beyond it the oldest batches are dropped (state
+/// changes never are).
+const MAX_BUFFERED_LOG_LINES: usize = 100_000;
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectError {
+    #[error("{0}")]
+    Websocket(#[from] tokio_tungstenite::tungstenite::Error),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the master closed the connection before sending its options")]
+    ClosedEarly,
+    #[error("the master's first message was not MasterSetAgentOptions: {0}")]
+    Protocol(String),
+    /// The master answered with `AgentShutdown`: retrying would not help.
+    #[error("the master refused this agent: {0}")]
+    Refused(String),
+}
+
+/// `ws://host:port/agents?<query>`.
+pub(crate) fn agents_url(host: &str, port: u16, query: &AgentConnectQuery) -> String {
+    let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() };
+    let pairs = [
+        ("id", query.id.as_str()),
+        ("version", query.version.as_str()),
+        ("resource_pool", query.resource_pool.as_str()),
+        ("hostname", query.hostname.as_str()),
+        ("reconnect", if query.reconnect { "true" } else { "false" }),
+    ];
+    let query = pairs.iter().map(|(k, v)| format!("{k}={}", url_encode(v))).collect::<Vec<_>>().join("&");
+    format!("ws://{host}:{port}/agents?{query}")
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+fn url_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Opens the websocket and waits for the master's options.
+pub(crate) async fn connect(url: &str, timeout: Duration) -> Result<(Ws, AgentOptions), ConnectError> {
+    let handshake = async {
+        let (mut ws, _response) = tokio_tungstenite::connect_async(url).await?;
+        loop {
+            match ws.next().await {
+                None => return Err(ConnectError::ClosedEarly),
+                Some(Err(e)) => return Err(e.into()),
+                Some(Ok(message)) => match decode(message) {
+                    Incoming::Closed => return Err(ConnectError::ClosedEarly),
+                    Incoming::Other => continue,
+                    Incoming::Bad(e) => return Err(ConnectError::Protocol(e)),
+                    Incoming::Message(MasterToAgent::MasterSetAgentOptions(options)) => return Ok((ws, options)),
+                    Incoming::Message(MasterToAgent::AgentShutdown { err_msg }) => return Err(ConnectError::Refused(err_msg)),
+                    Incoming::Message(other) => return Err(ConnectError::Protocol(format!("{other:?}"))),
+                },
+            }
+        }
+    };
+    tokio::time::timeout(timeout, handshake).await.map_err(|_| ConnectError::Timeout(timeout))?
+}
+
+/// A frame from the master, decoded.
+pub(crate) enum Incoming {
+    Message(MasterToAgent),
+    Closed,
+    /// Pings, pongs: handled by the websocket layer.
+    Other,
+    /// A frame that is not a protocol message; logged and skipped.
+    Bad(String),
+}
+
+pub(crate) fn decode(message: Message) -> Incoming {
+    let parse = |bytes: &[u8]| match serde_json::from_slice::<MasterToAgent>(bytes) {
+        Ok(message) => Incoming::Message(message),
+        Err(e) => Incoming::Bad(format!("{e} in {}", String::from_utf8_lossy(&bytes[..bytes.len().min(200)]))),
+    };
+    match message {
+        Message::Text(text) => parse(text.as_bytes()),
+        Message::Binary(bytes) => parse(&bytes),
+        Message::Close(_) => Incoming::Closed,
+        Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => Incoming::Other,
+    }
+}
+
+pub(crate) async fn send(ws: &mut Ws, message: &AgentToMaster) -> Result<(), tokio_tungstenite::tungstenite::Error> {
+    // Our own wire types always serialize.
+    let text = serde_json::to_string(message).unwrap_or_default();
+    ws.send(Message::text(text)).await
+}
+
+/// Messages for the master, in order, kept until they have been written to a connection.
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    queue: VecDeque<AgentToMaster>,
+    log_lines: usize,
+    dropped_lines: usize,
+}
+
+impl Outbox {
+    pub fn push(&mut self, message: AgentToMaster) {
+        if let AgentToMaster::TaskLogs { lines } = &message {
+            self.log_lines += lines.len();
+        }
+        self.queue.push_back(message);
+        while self.log_lines > MAX_BUFFERED_LOG_LINES {
+            let Some(oldest) = self.queue.iter().position(|m| matches!(m, AgentToMaster::TaskLogs { .. })) else { break };
+            if let Some(AgentToMaster::TaskLogs { lines }) = self.queue.remove(oldest) {
+                self.log_lines -= lines.len();
+                self.dropped_lines += lines.len();
+            }
+        }
+    }
+
+    /// Writes every queued message; on error the unsent ones stay queued.
+    pub async fn flush(&mut self, ws: &mut Ws) -> Result<(), tokio_tungstenite::tungstenite::Error> {
+        if self.dropped_lines > 0 {
+            tracing::warn!("dropped {} task log lines while the master was unreachable", self.dropped_lines);
+            self.dropped_lines = 0;
+        }
+        while let Some(message) = self.queue.front() {
+            send(ws, message).await?;
+            if let Some(AgentToMaster::TaskLogs { lines }) = self.queue.pop_front() {
+                self.log_lines -= lines.len();
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use resolute_api::agent_protocol::{TaskExitInfo, TaskLogLine, TaskState, TaskStateChanged};
+
+    use super::*;
+
+    #[test]
+    fn url_carries_the_encoded_query() {
+        let query = AgentConnectQuery {
+            id: "a b/c".into(),
+            version: "0.1.0".into(),
+            resource_pool: "default".into(),
+            hostname: "h".into(),
+            reconnect: true,
+        };
+        assert_eq!(
+            agents_url("::1", 8080, &query),
+            "ws://[::1]:8080/agents?id=a%20b%2Fc&version=0.1.0&resource_pool=default&hostname=h&reconnect=true"
+        );
+    }
+
+    #[test]
+    fn outbox_drops_old_logs_but_never_state_changes() {
+        let logs = |n: usize| AgentToMaster::TaskLogs {
+            lines: (0..n)
+                .map(|i| TaskLogLine {
+                    container_id: "c".into(),
+                    allocation_id: "a".into(),
+                    task_id: "t".into(),
+                    timestamp: chrono::Utc::now(),
+                    stdtype: "stdout".into(),
+                    rank_id: None,
+                    level: None,
+                    log: format!("{i}\n"),
+                })
+                .collect(),
+        };
+        let state = AgentToMaster::TaskStateChanged(TaskStateChanged {
+            container_id: "c".into(),
+            allocation_id: "a".into(),
+            state: TaskState::Terminated,
+            pid: None,
+            exit: Some(TaskExitInfo { exit_code: Some(0), signal: None, failure: None }),
+        });
+        let mut outbox = Outbox::default();
+        outbox.push(state.clone());
+        for _ in 0..(MAX_BUFFERED_LOG_LINES / 1000 + 5) {
+            outbox.push(logs(1000));
+        }
+        assert_eq!(outbox.log_lines, MAX_BUFFERED_LOG_LINES);
+        assert_eq!(outbox.dropped_lines, 5000);
+        assert_eq!(outbox.queue.front(), Some(&state));
+    }
+}

@@ -1,0 +1,434 @@
+//! The agent daemon: keeps a websocket session with the master (reconnecting when it is lost),
+//! runs the tasks the master starts as local processes with the [`Runtime`], and streams their
+//! output and state changes back.
+//!
+//! One loop owns all state. Runtime events (log lines, exits) and start results are handled even
+//! while disconnected; what they produce waits in a bounded outbox until a connection takes it.
+
+mod connection;
+pub mod log_batch;
+mod tasks;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use resolute_api::agent_protocol::{AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, MasterToAgent, StartTask};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use self::connection::{ConnectError, Incoming, Outbox, Ws};
+use self::log_batch::LogBatch;
+use self::tasks::{StartOutcome, Stop, TaskEntry};
+use crate::config::{AgentConfig, ConfigError};
+use crate::devices::{Device, DeviceError, DeviceType, detect_devices};
+use crate::events::{RuntimeEvent, TaskExit};
+use crate::process::{Runtime, RuntimeOptions};
+
+/// How long connecting plus the master's first message may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long queued messages may take to reach the master when the agent stops.
+const FINAL_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The version the agent reports.
+pub const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("invalid agent configuration: {0}")]
+    Config(#[from] ConfigError),
+    #[error("cannot detect this agent's devices: {0}")]
+    Devices(#[from] DeviceError),
+    #[error("cannot create the work root {path}: {source}")]
+    WorkRoot { path: std::path::PathBuf, source: std::io::Error },
+    #[error("cannot reach the master at {url} after {attempts} attempts (last error: {last_error}); check master_host and master_port")]
+    Unreachable { url: String, attempts: u32, last_error: String },
+    #[error("lost the connection to the master at {url} and could not reconnect in {attempts} attempts (last error: {last_error})")]
+    ConnectionLost { url: String, attempts: u32, last_error: String },
+    #[error("the master shut this agent down: {0}")]
+    ShutDownByMaster(String),
+}
+
+/// Runs the agent until `shutdown` completes (then its tasks are terminated gracefully and it
+/// returns `Ok`), the master shuts it down, or the master stays unreachable.
+pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<(), DaemonError> {
+    let options = RuntimeOptions::from_config(&config)?;
+    let devices = detect_devices(&config).await?;
+    std::fs::create_dir_all(&options.work_root).map_err(|source| DaemonError::WorkRoot { path: options.work_root.clone(), source })?;
+    tracing::info!(
+        "agent {} offers {} slot(s): {}; tasks run under {}",
+        options.agent_id,
+        devices.len(),
+        devices.iter().map(|d| d.brand.as_str()).collect::<Vec<_>>().join(", "),
+        options.work_root.display()
+    );
+    let (runtime, events) = Runtime::new(options);
+    let (started_tx, started_rx) = mpsc::unbounded_channel();
+    let mut daemon = Daemon {
+        query: AgentConnectQuery {
+            id: config.agent_id(),
+            version: AGENT_VERSION.to_string(),
+            resource_pool: config.resource_pool.clone(),
+            hostname: hostname(),
+            reconnect: false,
+        },
+        config,
+        devices,
+        runtime,
+        events,
+        started_tx,
+        started_rx,
+        tasks: HashMap::new(),
+        batch: LogBatch::default(),
+        outbox: Outbox::default(),
+        cleanups: JoinSet::new(),
+        stopping: false,
+    };
+    let mut shutdown = std::pin::pin!(shutdown);
+    let result = daemon.drive(shutdown.as_mut()).await;
+    if result.is_err() {
+        daemon.stop_tasks(None).await;
+    }
+    while daemon.cleanups.join_next().await.is_some() {}
+    result
+}
+
+struct Daemon {
+    config: AgentConfig,
+    query: AgentConnectQuery,
+    devices: Vec<Device>,
+    runtime: Runtime,
+    events: mpsc::Receiver<RuntimeEvent>,
+    started_tx: mpsc::UnboundedSender<StartOutcome>,
+    started_rx: mpsc::UnboundedReceiver<StartOutcome>,
+    tasks: HashMap<String, TaskEntry>,
+    batch: LogBatch,
+    outbox: Outbox,
+    /// Work dir removals of ended tasks.
+    cleanups: JoinSet<()>,
+    /// Shutting down: tasks that finish starting are terminated at once.
+    stopping: bool,
+}
+
+/// Something that happened on this machine.
+enum Local {
+    Event(RuntimeEvent),
+    Started(StartOutcome),
+    FlushDue,
+}
+
+enum SessionEnd {
+    Shutdown,
+    Lost(String),
+}
+
+impl Daemon {
+    async fn drive<F: Future<Output = ()>>(&mut self, mut shutdown: Pin<&mut F>) -> Result<(), DaemonError> {
+        let mut reconnect = false;
+        loop {
+            let Some((mut ws, options)) = self.connect_with_retries(reconnect, shutdown.as_mut()).await? else {
+                self.stop_tasks(None).await;
+                return Ok(());
+            };
+            reconnect = true;
+            let started = self.agent_started(&options);
+            if let Err(e) = connection::send(&mut ws, &started).await {
+                tracing::warn!("lost the connection to the master while registering: {e}; reconnecting");
+                continue;
+            }
+            tracing::info!("connected to master {} (cluster {})", options.master_id, options.cluster_id);
+            match self.session(&mut ws, shutdown.as_mut()).await? {
+                SessionEnd::Shutdown => {
+                    let _ = ws.close(None).await;
+                    return Ok(());
+                }
+                SessionEnd::Lost(reason) => tracing::warn!("lost the connection to the master: {reason}; reconnecting"),
+            }
+        }
+    }
+
+    fn agent_started(&self, options: &AgentOptions) -> AgentToMaster {
+        let reattached: Vec<String> = options.tasks_to_reattach.iter().filter(|id| self.tasks.contains_key(*id)).cloned().collect();
+        let unexpected: Vec<&String> = self.tasks.keys().filter(|id| !options.tasks_to_reattach.contains(*id)).collect();
+        if !unexpected.is_empty() {
+            tracing::warn!("the master does not know these running tasks any more; they keep running: {unexpected:?}");
+        }
+        AgentToMaster::AgentStarted(AgentStarted {
+            version: AGENT_VERSION.to_string(),
+            devices: self.devices.iter().map(wire_device).collect(),
+            resource_pool: self.config.resource_pool.clone(),
+            hostname: self.query.hostname.clone(),
+            tasks_reattached: reattached,
+        })
+    }
+
+    /// Connects (retrying), handling local events meanwhile. `None` when shutdown was requested.
+    async fn connect_with_retries<F: Future<Output = ()>>(
+        &mut self,
+        reconnect: bool,
+        mut shutdown: Pin<&mut F>,
+    ) -> Result<Option<(Ws, AgentOptions)>, DaemonError> {
+        self.query.reconnect = reconnect;
+        let url = connection::agents_url(&self.config.master_host, self.config.master_port, &self.query);
+        // At start: one try plus the retries; after a lost connection: the retries.
+        let attempts = self.config.agent_reconnect_attempts + u32::from(!reconnect);
+        let mut last_error = "agent_reconnect_attempts is 0".to_string();
+        for attempt in 0..attempts {
+            if attempt > 0 || reconnect {
+                let wait = tokio::time::sleep(self.config.agent_reconnect_backoff);
+                tokio::pin!(wait);
+                loop {
+                    tokio::select! {
+                        _ = &mut wait => break,
+                        _ = shutdown.as_mut() => return Ok(None),
+                        local = self.next_local() => self.handle_local(local),
+                    }
+                }
+            }
+            let connecting = connection::connect(&url, HANDSHAKE_TIMEOUT);
+            tokio::pin!(connecting);
+            let error = loop {
+                tokio::select! {
+                    result = &mut connecting => match result {
+                        Ok(connected) => return Ok(Some(connected)),
+                        Err(ConnectError::Refused(message)) => return Err(self.refused(message)),
+                        Err(e) => break e,
+                    },
+                    _ = shutdown.as_mut() => return Ok(None),
+                    local = self.next_local() => self.handle_local(local),
+                }
+            };
+            tracing::warn!("cannot connect to the master at {url} (attempt {} of {attempts}): {error}", attempt + 1);
+            last_error = error.to_string();
+        }
+        let url = format!("ws://{}:{}/agents", self.config.master_host, self.config.master_port);
+        Err(if reconnect {
+            DaemonError::ConnectionLost { url, attempts, last_error }
+        } else {
+            DaemonError::Unreachable { url, attempts, last_error }
+        })
+    }
+
+    fn refused(&self, message: String) -> DaemonError {
+        tracing::error!("the master shut this agent down: {message}");
+        DaemonError::ShutDownByMaster(message)
+    }
+
+    async fn session<F: Future<Output = ()>>(&mut self, ws: &mut Ws, mut shutdown: Pin<&mut F>) -> Result<SessionEnd, DaemonError> {
+        loop {
+            if let Err(e) = self.outbox.flush(ws).await {
+                return Ok(SessionEnd::Lost(e.to_string()));
+            }
+            tokio::select! {
+                _ = shutdown.as_mut() => {
+                    self.stop_tasks(Some(ws)).await;
+                    return Ok(SessionEnd::Shutdown);
+                }
+                frame = ws.next() => match frame {
+                    None => return Ok(SessionEnd::Lost("the master closed the connection".to_string())),
+                    Some(Err(e)) => return Ok(SessionEnd::Lost(e.to_string())),
+                    Some(Ok(frame)) => match connection::decode(frame) {
+                        Incoming::Message(message) => self.handle_master(message)?,
+                        Incoming::Closed => return Ok(SessionEnd::Lost("the master closed the connection".to_string())),
+                        Incoming::Other => {}
+                        Incoming::Bad(e) => tracing::warn!("ignoring a message from the master that is not understood: {e}"),
+                    },
+                },
+                local = self.next_local() => self.handle_local(local),
+            }
+        }
+    }
+
+    fn handle_master(&mut self, message: MasterToAgent) -> Result<(), DaemonError> {
+        match message {
+            MasterToAgent::StartTask(start) => self.start_task(*start),
+            MasterToAgent::TerminateTask { container_id } => self.stop_task(&container_id, Stop::Terminate),
+            MasterToAgent::KillTask { container_id } => self.stop_task(&container_id, Stop::Kill),
+            MasterToAgent::AgentShutdown { err_msg } => return Err(self.refused(err_msg)),
+            MasterToAgent::MasterSetAgentOptions(_) => tracing::warn!("ignoring MasterSetAgentOptions in the middle of a session"),
+        }
+        Ok(())
+    }
+
+    fn start_task(&mut self, start: StartTask) {
+        let container_id = start.container_id.clone();
+        if self.tasks.contains_key(&container_id) {
+            tracing::warn!("ignoring StartTask for container {container_id}, which already runs here");
+            return;
+        }
+        let launch = match tasks::prepare(&start, &self.devices, &self.runtime.options().work_root) {
+            Ok(mut launch) => {
+                tasks::add_master_address(&mut launch.spec.env, &self.config.master_host, self.config.master_port);
+                launch
+            }
+            Err(reason) => {
+                tracing::warn!("container {container_id} cannot start: {reason}");
+                self.outbox.push(tasks::terminated(&container_id, &start.allocation_id, tasks::start_failure(&reason)));
+                return;
+            }
+        };
+        tracing::info!("starting container {container_id} of task {} ({})", start.task_id, start.description);
+        self.tasks.insert(
+            container_id.clone(),
+            TaskEntry {
+                allocation_id: start.allocation_id,
+                shim: launch.shim.clone(),
+                running: false,
+                pending_exit: None,
+                pending_stop: None,
+            },
+        );
+        let (runtime, started) = (self.runtime.clone(), self.started_tx.clone());
+        tokio::spawn(async move {
+            let result = tasks::launch(runtime, launch).await;
+            let _ = started.send(StartOutcome { container_id, result });
+        });
+    }
+
+    fn stop_task(&mut self, container_id: &str, stop: Stop) {
+        let Some(entry) = self.tasks.get_mut(container_id) else {
+            tracing::warn!("ignoring {stop:?} for container {container_id}, which does not run here");
+            return;
+        };
+        if !entry.running {
+            entry.pending_stop = Some(stop);
+            return;
+        }
+        let result = match stop {
+            Stop::Terminate => self.runtime.terminate(container_id, None),
+            Stop::Kill => self.runtime.kill(container_id),
+        };
+        if let Err(e) = result {
+            tracing::debug!("{stop:?} of container {container_id}: {e}");
+        }
+    }
+
+    async fn next_local(&mut self) -> Local {
+        let deadline = self.batch.deadline();
+        tokio::select! {
+            Some(event) = self.events.recv() => Local::Event(event),
+            Some(outcome) = self.started_rx.recv() => Local::Started(outcome),
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => Local::FlushDue,
+            else => std::future::pending().await,
+        }
+    }
+
+    fn handle_local(&mut self, local: Local) {
+        match local {
+            Local::Event(RuntimeEvent::Log(line)) => {
+                if self.batch.push(log_batch::to_wire(line)) {
+                    self.flush_batch();
+                }
+            }
+            Local::Event(RuntimeEvent::Exited { container_id, exit, .. }) => {
+                // The task's last lines go out before its exit.
+                self.flush_batch();
+                match self.tasks.get_mut(&container_id) {
+                    Some(entry) if !entry.running => entry.pending_exit = Some(exit),
+                    Some(_) => self.finish(&container_id, exit),
+                    None => tracing::warn!("container {container_id} exited but was not known to the daemon"),
+                }
+            }
+            Local::Started(outcome) => self.started(outcome),
+            Local::FlushDue => self.flush_batch(),
+        }
+    }
+
+    fn started(&mut self, StartOutcome { container_id, result }: StartOutcome) {
+        let Some(entry) = self.tasks.get_mut(&container_id) else { return };
+        match result {
+            Ok(pid) => {
+                entry.running = true;
+                let (pending_exit, pending_stop) = (entry.pending_exit.take(), entry.pending_stop.take());
+                self.outbox.push(tasks::running(&container_id, &entry.allocation_id, pid));
+                if let Some(exit) = pending_exit {
+                    self.flush_batch();
+                    self.finish(&container_id, exit);
+                } else if self.stopping {
+                    self.stop_task(&container_id, Stop::Terminate);
+                } else if let Some(stop) = pending_stop {
+                    self.stop_task(&container_id, stop);
+                }
+            }
+            Err(reason) => {
+                tracing::warn!("container {container_id} could not start: {reason}");
+                if let Some(entry) = self.tasks.remove(&container_id) {
+                    self.outbox.push(tasks::terminated(&container_id, &entry.allocation_id, tasks::start_failure(&reason)));
+                }
+            }
+        }
+    }
+
+    /// Reports the exit and removes the task's dirs (unless `keep_work_dirs`).
+    fn finish(&mut self, container_id: &str, exit: TaskExit) {
+        let Some(entry) = self.tasks.remove(container_id) else { return };
+        tracing::info!("container {container_id} exited: {}", exit.failure_message().unwrap_or_else(|| "success".to_string()));
+        self.outbox.push(tasks::terminated(container_id, &entry.allocation_id, tasks::exit_info(&exit)));
+        if self.config.keep_work_dirs {
+            return;
+        }
+        let (runtime, container_id) = (self.runtime.clone(), container_id.to_string());
+        self.cleanups.spawn(async move {
+            if let Err(e) = entry.shim.remove() {
+                tracing::warn!("cannot remove {}: {e}", entry.shim.root.display());
+            }
+            if let Err(e) = runtime.remove(&container_id).await {
+                tracing::warn!("cannot clean up container {container_id}: {e}");
+            }
+        });
+        while self.cleanups.try_join_next().is_some() {}
+    }
+
+    fn flush_batch(&mut self) {
+        if let Some(lines) = self.batch.take() {
+            self.outbox.push(AgentToMaster::TaskLogs { lines });
+        }
+    }
+
+    /// Terminates every task gracefully and waits for their exits, sending what they report when
+    /// a connection is given.
+    async fn stop_tasks(&mut self, ws: Option<&mut Ws>) {
+        self.stopping = true;
+        let running: Vec<String> = self.tasks.iter().filter(|(_, e)| e.running).map(|(id, _)| id.clone()).collect();
+        if !running.is_empty() {
+            tracing::info!("terminating {} task(s)", running.len());
+        }
+        for container_id in running {
+            self.stop_task(&container_id, Stop::Terminate);
+        }
+        // Past the grace period the runtime kills; the margin covers output draining.
+        let deadline = tokio::time::sleep(self.config.termination_grace() + Duration::from_secs(10));
+        tokio::pin!(deadline);
+        while !self.tasks.is_empty() {
+            tokio::select! {
+                _ = &mut deadline => {
+                    tracing::warn!("tasks still running after the grace period: {:?}", self.tasks.keys().collect::<Vec<_>>());
+                    break;
+                }
+                local = self.next_local() => self.handle_local(local),
+            }
+        }
+        self.flush_batch();
+        if let Some(ws) = ws
+            && !self.outbox.is_empty()
+            && tokio::time::timeout(FINAL_FLUSH_TIMEOUT, self.outbox.flush(ws)).await.is_err()
+        {
+            tracing::warn!("the master did not take the last task reports within {FINAL_FLUSH_TIMEOUT:?}");
+        }
+    }
+}
+
+fn wire_device(device: &Device) -> AgentDevice {
+    let device_type = match device.device_type {
+        DeviceType::Cpu => "cpu",
+        DeviceType::Cuda => "cuda",
+    };
+    AgentDevice { id: device.id, brand: device.brand.clone(), uuid: device.uuid.clone(), device_type: device_type.to_string() }
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname().ok().map(|name| name.to_string_lossy().into_owned()).filter(|n| !n.is_empty()).unwrap_or_default()
+}

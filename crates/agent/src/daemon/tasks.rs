@@ -1,0 +1,221 @@
+//! From `StartTask` to a supervised process: building the [`TaskSpec`], writing the harness shim,
+//! starting it with the [`Runtime`], and the bookkeeping that keeps a task's state changes in
+//! order (`Running` before `Terminated`, even when the process exits before its start is
+//! acknowledged, and stop requests that arrive while it is still starting).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use resolute_api::agent_protocol::{AgentToMaster, StartTask, TaskEntrypoint, TaskExitInfo, TaskState, TaskStateChanged};
+
+use crate::devices::Device;
+use crate::events::TaskExit;
+use crate::harness_shim::ShimDir;
+use crate::process::Runtime;
+use crate::spec::{Entrypoint, LaunchContext, TaskSpec, TaskType, environment};
+use crate::workdir::task_work_dir;
+
+/// A task the daemon has accepted and not yet reported `Terminated`.
+#[derive(Debug)]
+pub(crate) struct TaskEntry {
+    pub allocation_id: String,
+    pub shim: ShimDir,
+    /// False until the runtime has started the process and `Running` has been queued.
+    pub running: bool,
+    /// The process exited before its start was acknowledged.
+    pub pending_exit: Option<TaskExit>,
+    /// A terminate or kill that arrived while the task was starting.
+    pub pending_stop: Option<Stop>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Terminate,
+    Kill,
+}
+
+/// The result of starting one task: its pid, or why it could not start.
+#[derive(Debug)]
+pub(crate) struct StartOutcome {
+    pub container_id: String,
+    pub result: Result<u32, String>,
+}
+
+/// What a start needs besides the message.
+pub(crate) struct Launch {
+    pub spec: TaskSpec,
+    pub shim: ShimDir,
+}
+
+/// Checks the message and builds the spec and the shim location; `Err` is the failure to report.
+pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path) -> Result<Launch, String> {
+    let task_type: TaskType = serde_json::from_value(serde_json::Value::String(start.task_type.clone())).map_err(|_| {
+        format!("unknown task_type {:?}; expected TRIAL, NOTEBOOK, SHELL, COMMAND, TENSORBOARD, CHECKPOINT_GC or GENERIC", start.task_type)
+    })?;
+    let mut assigned = Vec::with_capacity(start.slot_ids.len());
+    for slot in &start.slot_ids {
+        let device = devices.iter().find(|d| d.id == *slot).ok_or_else(|| {
+            let known: Vec<String> = devices.iter().map(|d| d.id.to_string()).collect();
+            format!("slot {slot} is not a slot of this agent (its slots: [{}])", known.join(", "))
+        })?;
+        assigned.push(device.clone());
+    }
+    let archive = match &start.work_dir_archive_b64 {
+        Some(text) => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(text.trim())
+                .map_err(|e| format!("the work dir archive is not valid base64: {e}"))?,
+        ),
+        None => None,
+    };
+    let work_dir = task_work_dir(work_root, &start.task_id, &start.allocation_id).map_err(|e| e.to_string())?;
+    let shim = ShimDir::for_work_dir(&work_dir);
+    let mut env = start.env.clone();
+    env.insert("PYTHONPATH".to_string(), shim.python_path(start.env.get("PYTHONPATH").map(String::as_str)));
+    let entrypoint = match &start.entrypoint {
+        TaskEntrypoint::Argv(argv) => Entrypoint::Argv(argv.clone()),
+        TaskEntrypoint::Shell(command) => Entrypoint::Shell(command.clone()),
+    };
+    let spec = TaskSpec {
+        task_id: start.task_id.clone(),
+        allocation_id: start.allocation_id.clone(),
+        task_type,
+        container_id: Some(start.container_id.clone()),
+        devices: assigned,
+        work_dir_archive: archive,
+        entrypoint,
+        env,
+        python: start.python.as_deref().filter(|p| !p.trim().is_empty()).map(PathBuf::from),
+    };
+    Ok(Launch { spec, shim })
+}
+
+/// The master as this agent reaches it (upstream's agent sets these globally): tasks call back
+/// to the same address, unless the master already chose one.
+pub(crate) fn add_master_address(env: &mut BTreeMap<String, String>, host: &str, port: u16) {
+    let url = format!("http://{host}:{port}");
+    for (name, value) in [
+        ("DET_MASTER", url.clone()),
+        ("DET_MASTER_ADDR", url),
+        ("DET_MASTER_HOST", host.to_owned()),
+        ("DET_MASTER_PORT", port.to_string()),
+    ] {
+        env.entry(name.to_owned()).or_insert(value);
+    }
+}
+
+/// Writes the harness shim and starts the process; on failure nothing is left behind.
+pub(crate) async fn launch(runtime: Runtime, launch: Launch) -> Result<u32, String> {
+    let Launch { spec, shim } = launch;
+    let env = final_environment(&runtime, &spec)?;
+    let (devices, writer) = (spec.devices.clone(), shim.clone());
+    tokio::task::spawn_blocking(move || writer.write(&env, &devices))
+        .await
+        .map_err(|e| format!("writing the harness info was interrupted: {e}"))?
+        .map_err(|e| e.to_string())?;
+    match runtime.start(spec).await {
+        Ok(handle) => Ok(handle.info().pid),
+        Err(e) => {
+            let _ = shim.remove();
+            Err(e.to_string())
+        }
+    }
+}
+
+/// The `DET_*` variables the task will see, as the runtime computes them (the interpreter and the
+/// inherited variables do not matter for the harness info).
+fn final_environment(runtime: &Runtime, spec: &TaskSpec) -> Result<BTreeMap<String, String>, String> {
+    let options = runtime.options();
+    let container_id = spec.container_id.clone().unwrap_or_default();
+    let context =
+        LaunchContext { agent_id: &options.agent_id, container_id: &container_id, python: &options.python, inherited: Vec::new() };
+    environment(spec, &context).map_err(|e| e.to_string())
+}
+
+pub(crate) fn running(container_id: &str, allocation_id: &str, pid: u32) -> AgentToMaster {
+    AgentToMaster::TaskStateChanged(TaskStateChanged {
+        container_id: container_id.to_string(),
+        allocation_id: allocation_id.to_string(),
+        state: TaskState::Running,
+        pid: Some(pid),
+        exit: None,
+    })
+}
+
+pub(crate) fn terminated(container_id: &str, allocation_id: &str, exit: TaskExitInfo) -> AgentToMaster {
+    AgentToMaster::TaskStateChanged(TaskStateChanged {
+        container_id: container_id.to_string(),
+        allocation_id: allocation_id.to_string(),
+        state: TaskState::Terminated,
+        pid: None,
+        exit: Some(exit),
+    })
+}
+
+/// The exit of a task that never ran.
+pub(crate) fn start_failure(reason: &str) -> TaskExitInfo {
+    TaskExitInfo { exit_code: None, signal: None, failure: Some(format!("the task could not start: {reason}")) }
+}
+
+pub(crate) fn exit_info(exit: &TaskExit) -> TaskExitInfo {
+    TaskExitInfo { exit_code: exit.code, signal: exit.signal, failure: exit.failure_message() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::DeviceType;
+
+    fn start(slot_ids: Vec<u32>) -> StartTask {
+        StartTask {
+            container_id: "c1".into(),
+            task_id: "t1".into(),
+            allocation_id: "t1.a1".into(),
+            task_type: "COMMAND".into(),
+            description: String::new(),
+            slot_ids,
+            entrypoint: TaskEntrypoint::Shell("true".into()),
+            env: [("PYTHONPATH".to_string(), "/user".to_string())].into(),
+            work_dir_archive_b64: None,
+            python: Some(String::new()),
+        }
+    }
+
+    fn cpu(id: u32) -> Device {
+        Device { id, brand: "cpu".into(), uuid: "x".into(), device_type: DeviceType::Cpu }
+    }
+
+    #[test]
+    fn spec_takes_the_assigned_devices_and_shim_path() {
+        let launch = prepare(&start(vec![1]), &[cpu(0), cpu(1)], Path::new("/root")).unwrap();
+        assert_eq!(launch.spec.devices, vec![cpu(1)]);
+        assert_eq!(launch.spec.env["PYTHONPATH"], "/root/t1/t1.a1.harness/python:/user");
+        assert_eq!(launch.spec.python, None);
+        assert_eq!(launch.spec.task_type, TaskType::Command);
+    }
+
+    #[test]
+    fn master_address_fills_gaps_only() {
+        let mut env: BTreeMap<String, String> = [("DET_MASTER".to_string(), "http://elsewhere:1".to_string())].into();
+        add_master_address(&mut env, "10.0.0.2", 8080);
+        assert_eq!(env["DET_MASTER"], "http://elsewhere:1");
+        assert_eq!(env["DET_MASTER_HOST"], "10.0.0.2");
+        assert_eq!(env["DET_MASTER_PORT"], "8080");
+    }
+
+    #[test]
+    fn bad_messages_become_failures() {
+        let err = prepare(&start(vec![5]), &[cpu(0)], Path::new("/root")).err().unwrap();
+        assert!(err.contains("slot 5 is not a slot of this agent (its slots: [0])"), "{err}");
+        let mut bad = start(vec![]);
+        bad.task_type = "BATCH".into();
+        assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("unknown task_type \"BATCH\""));
+        let mut bad = start(vec![]);
+        bad.work_dir_archive_b64 = Some("***".into());
+        assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("not valid base64"));
+        let mut bad = start(vec![]);
+        bad.allocation_id = "../x".into();
+        assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("allocation_id"));
+    }
+}

@@ -1,0 +1,319 @@
+//! Task info for the upstream harness without containers.
+//!
+//! The harness (`determined._info`) reads a task's cluster, trial, rendezvous and resources info
+//! only from hard-coded `/run/determined/info/*.json` files, which upstream's container entrypoint
+//! writes; without them `det.core.init()` silently runs off-cluster. Our tasks share the host, so
+//! each task gets its own shim dir next to its work dir:
+//!
+//! ```text
+//! <work_root>/<task_id>/<allocation_id>.harness/
+//!     info/{cluster,trial,rendezvous,resources}.json
+//!     python/sitecustomize.py      (first on the task's PYTHONPATH)
+//! ```
+//!
+//! `sitecustomize.py` installs a lazy `sys.meta_path` hook: only when `determined._info` is
+//! imported does it point the module's default paths at `info/`. It then runs whatever other
+//! `sitecustomize` would have been loaded without it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::devices::{Device, DeviceType};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ShimError {
+    #[error("harness info dir {0} already exists; another task with the same allocation id ran here, remove it first")]
+    AlreadyExists(PathBuf),
+    #[error("cannot write the harness info in {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("a TRIAL task needs {name} in its environment{reason}")]
+    TrialEnv { name: &'static str, reason: String },
+}
+
+/// Where a task's shim lives, next to its work dir.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShimDir {
+    pub root: PathBuf,
+}
+
+impl ShimDir {
+    /// The shim dir for the work dir `<root>/<task_id>/<allocation_id>`.
+    pub fn for_work_dir(work_dir: &Path) -> ShimDir {
+        let mut name = work_dir.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(".harness");
+        ShimDir { root: work_dir.with_file_name(name) }
+    }
+
+    pub fn info_dir(&self) -> PathBuf {
+        self.root.join("info")
+    }
+
+    pub fn python_dir(&self) -> PathBuf {
+        self.root.join("python")
+    }
+
+    /// `PYTHONPATH` with the shim's `sitecustomize` first.
+    pub fn python_path(&self, existing: Option<&str>) -> String {
+        let dir = self.python_dir().to_string_lossy().into_owned();
+        match existing.filter(|p| !p.is_empty()) {
+            Some(rest) => format!("{dir}:{rest}"),
+            None => dir,
+        }
+    }
+
+    /// Writes the info files and `sitecustomize.py` for a task whose final environment is `env`.
+    pub fn write(&self, env: &BTreeMap<String, String>, devices: &[Device]) -> Result<(), ShimError> {
+        let files = info_files(env, devices)?;
+        if self.root.exists() {
+            return Err(ShimError::AlreadyExists(self.root.clone()));
+        }
+        let result = self.write_files(&files);
+        if result.is_err() {
+            let _ = self.remove();
+        }
+        result
+    }
+
+    fn write_files(&self, files: &[(&str, Value)]) -> Result<(), ShimError> {
+        use std::os::unix::fs::DirBuilderExt;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ShimError::Write { path, source }
+        };
+        if let Some(parent) = self.root.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        // cluster.json holds the task's session token.
+        std::fs::DirBuilder::new().mode(0o700).create(&self.root).map_err(io(&self.root))?;
+        for dir in [self.info_dir(), self.python_dir()] {
+            std::fs::create_dir(&dir).map_err(io(&dir))?;
+        }
+        for (name, value) in files {
+            let path = self.info_dir().join(name);
+            std::fs::write(&path, value.to_string()).map_err(io(&path))?;
+        }
+        let path = self.python_dir().join("sitecustomize.py");
+        std::fs::write(&path, sitecustomize_source(&self.info_dir())).map_err(io(&path))
+    }
+
+    /// Deletes the shim dir (one already gone is fine), and its `<task_id>` parent when that is
+    /// left empty, as the work dir's removal does.
+    pub fn remove(&self) -> std::io::Result<()> {
+        match std::fs::remove_dir_all(&self.root) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        if let Some(task_dir) = self.root.parent() {
+            // Fails while the work dir or another allocation's dirs are still there; that is expected.
+            let _ = std::fs::remove_dir(task_dir);
+        }
+        Ok(())
+    }
+}
+
+/// The info files, as the harness's `_to_file` methods would write them: `(file name, content)`.
+pub fn info_files(env: &BTreeMap<String, String>, devices: &[Device]) -> Result<Vec<(&'static str, Value)>, ShimError> {
+    let var = |name: &str| env.get(name).cloned();
+    let text = |name: &str| var(name).unwrap_or_default();
+    let slot_ids: Vec<u32> = devices.iter().map(|d| d.id).collect();
+    let cluster = json!({
+        "master_url": text("DET_MASTER"),
+        "cluster_id": text("DET_CLUSTER_ID"),
+        "agent_id": text("DET_AGENT_ID"),
+        "slot_ids": slot_ids,
+        "task_id": text("DET_TASK_ID"),
+        "allocation_id": text("DET_ALLOCATION_ID"),
+        "session_token": text("DET_SESSION_TOKEN"),
+        "task_type": text("DET_TASK_TYPE"),
+        "master_cert_name": var("DET_MASTER_CERT_NAME"),
+        "master_cert_file": var("DET_MASTER_CERT_FILE"),
+        "latest_checkpoint": var("DET_LATEST_CHECKPOINT"),
+    });
+    let rendezvous = json!({
+        // One container per allocation on this agent: its peers are itself.
+        "container_addrs": ["127.0.0.1"],
+        "container_rank": 0,
+        "container_slot_counts": [slot_ids.len()],
+    });
+    let gpu_uuids: Vec<&str> = devices.iter().filter(|d| d.device_type == DeviceType::Cuda).map(|d| d.uuid.as_str()).collect();
+    let resources = json!({ "gpu_uuids": gpu_uuids });
+    let mut files = vec![("cluster.json", cluster), ("rendezvous.json", rendezvous), ("resources.json", resources)];
+    if env.get("DET_TASK_TYPE").map(String::as_str) == Some("TRIAL") {
+        files.push(("trial.json", trial_info(env)?));
+    }
+    Ok(files)
+}
+
+fn trial_info(env: &BTreeMap<String, String>) -> Result<Value, ShimError> {
+    let get = |name: &'static str| env.get(name).ok_or(ShimError::TrialEnv { name, reason: String::new() });
+    let int = |name: &'static str| -> Result<i64, ShimError> {
+        get(name)?.trim().parse().map_err(|e| ShimError::TrialEnv { name, reason: format!(", but it is not an integer ({e})") })
+    };
+    let json = |name: &'static str| -> Result<Value, ShimError> {
+        serde_json::from_str(get(name)?).map_err(|e| ShimError::TrialEnv { name, reason: format!(", but it is not JSON ({e})") })
+    };
+    let config = json("DET_EXPERIMENT_CONFIG")?;
+    let debug = config.get("debug").and_then(Value::as_bool).unwrap_or(false);
+    Ok(json!({
+        "trial_id": int("DET_TRIAL_ID")?,
+        "experiment_id": int("DET_EXPERIMENT_ID")?,
+        "trial_seed": int("DET_TRIAL_SEED")?,
+        "hparams": json("DET_HPARAMS")?,
+        "config": config,
+        "steps_completed": int("DET_STEPS_COMPLETED")?,
+        "trial_run_id": int("DET_TRIAL_RUN_ID")?,
+        "debug": debug,
+        "inter_node_network_interface": env.get("DET_INTER_NODE_NETWORK_INTERFACE"),
+    }))
+}
+
+/// The `sitecustomize.py` that redirects `determined._info` to `info_dir`.
+pub fn sitecustomize_source(info_dir: &Path) -> String {
+    // A JSON string is a valid Python string literal.
+    let literal = Value::String(info_dir.to_string_lossy().into_owned()).to_string();
+    SITECUSTOMIZE.replace("@INFO_DIR@", &literal)
+}
+
+const SITECUSTOMIZE: &str = r#"# Written by the Resolute agent for one task. Points determined._info at this task's info files
+# (upstream reads them from /run/determined/info) when, and only when, that module is imported;
+# then runs any other sitecustomize that this one shadows.
+import sys
+
+_RESOLUTE_INFO_DIR = @INFO_DIR@
+_RESOLUTE_TARGET = "determined._info"
+_RESOLUTE_FILES = (
+    ("DEFAULT_CLUSTER_INFO_PATH", "ClusterInfo", "cluster.json"),
+    ("DEFAULT_TRIAL_INFO_PATH", "TrialInfo", "trial.json"),
+    ("DEFAULT_RENDEZVOUS_INFO_PATH", "RendezvousInfo", "rendezvous.json"),
+    ("DEFAULT_RESOURCES_INFO_PATH", "ResourcesInfo", "resources.json"),
+)
+
+
+def _resolute_redirect(module):
+    import os
+
+    for constant, class_name, file_name in _RESOLUTE_FILES:
+        new = os.path.join(_RESOLUTE_INFO_DIR, file_name)
+        old = getattr(module, constant, None)
+        setattr(module, constant, new)
+        cls = getattr(module, class_name, None)
+        for method in ("_from_file", "_to_file"):
+            function = getattr(getattr(cls, method, None), "__func__", None) or getattr(cls, method, None)
+            defaults = getattr(function, "__defaults__", None)
+            if defaults:
+                function.__defaults__ = tuple(new if d == old else d for d in defaults)
+
+
+class _ResoluteInfoLoader:
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _resolute_redirect(module)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class _ResoluteInfoFinder:
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _RESOLUTE_TARGET:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _ResoluteInfoLoader(spec.loader)
+                return spec
+        return None
+
+
+if _RESOLUTE_TARGET in sys.modules:
+    _resolute_redirect(sys.modules[_RESOLUTE_TARGET])
+else:
+    sys.meta_path.insert(0, _ResoluteInfoFinder())
+
+
+def _resolute_chain():
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+_resolute_chain()
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn shim_dir_sits_next_to_the_work_dir() {
+        let shim = ShimDir::for_work_dir(Path::new("/r/t.1/t.1.a1"));
+        assert_eq!(shim.root, Path::new("/r/t.1/t.1.a1.harness"));
+        assert_eq!(shim.python_path(Some("/x")), "/r/t.1/t.1.a1.harness/python:/x");
+        assert_eq!(shim.python_path(None), "/r/t.1/t.1.a1.harness/python");
+    }
+
+    #[test]
+    fn non_trial_tasks_get_no_trial_info() {
+        let gpu = Device { id: 2, brand: "GPU".into(), uuid: "GPU-2".into(), device_type: DeviceType::Cuda };
+        let files = info_files(&env(&[("DET_TASK_TYPE", "COMMAND"), ("DET_MASTER", "http://m:8080")]), &[gpu]).unwrap();
+        let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["cluster.json", "rendezvous.json", "resources.json"]);
+        assert_eq!(files[0].1["slot_ids"], json!([2]));
+        assert_eq!(files[0].1["master_cert_file"], Value::Null);
+        assert_eq!(files[1].1["container_slot_counts"], json!([1]));
+        assert_eq!(files[2].1["gpu_uuids"], json!(["GPU-2"]));
+    }
+
+    #[test]
+    fn trial_info_needs_the_trial_variables() {
+        let mut vars = env(&[
+            ("DET_TASK_TYPE", "TRIAL"),
+            ("DET_TRIAL_ID", "7"),
+            ("DET_EXPERIMENT_ID", "3"),
+            ("DET_TRIAL_SEED", "42"),
+            ("DET_HPARAMS", r#"{"lr":0.1}"#),
+            ("DET_EXPERIMENT_CONFIG", r#"{"debug":true}"#),
+            ("DET_STEPS_COMPLETED", "0"),
+            ("DET_TRIAL_RUN_ID", "1"),
+        ]);
+        let files = info_files(&vars, &[]).unwrap();
+        let trial = &files.iter().find(|(n, _)| *n == "trial.json").unwrap().1;
+        assert_eq!((trial["trial_id"].as_i64(), trial["debug"].as_bool()), (Some(7), Some(true)));
+        assert_eq!(trial["hparams"]["lr"], json!(0.1));
+        vars.insert("DET_TRIAL_SEED".into(), "x".into());
+        let err = info_files(&vars, &[]).unwrap_err().to_string();
+        assert!(err.contains("DET_TRIAL_SEED in its environment, but it is not an integer"), "{err}");
+        vars.remove("DET_HPARAMS");
+        vars.insert("DET_TRIAL_SEED".into(), "1".into());
+        assert!(info_files(&vars, &[]).unwrap_err().to_string().contains("DET_HPARAMS"));
+    }
+
+    #[test]
+    fn info_dir_is_a_python_literal() {
+        let source = sitecustomize_source(Path::new("/a \"b\"/info"));
+        assert!(source.contains(r#"_RESOLUTE_INFO_DIR = "/a \"b\"/info""#), "{source}");
+    }
+}

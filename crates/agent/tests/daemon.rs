@@ -1,0 +1,373 @@
+//! The agent daemon against a fake master: registration, task output and exits, termination,
+//! start failures, reconnects, master refusal, and the harness shim with real Python.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use resolute_agent::AgentConfig;
+use resolute_agent::daemon::{self, DaemonError};
+use resolute_agent::harness_shim::ShimDir;
+use resolute_api::agent_protocol::{
+    AgentToMaster, MasterToAgent, StartTask, TaskEntrypoint, TaskExitInfo, TaskLogLine, TaskState, TaskStateChanged,
+};
+use support::{Connection, DEADLINE, FakeMaster};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+struct Agent {
+    work_root: tempfile::TempDir,
+    stop: Option<oneshot::Sender<()>>,
+    handle: JoinHandle<Result<(), DaemonError>>,
+}
+
+fn config(port: u16, work_root: &Path) -> AgentConfig {
+    AgentConfig {
+        master_host: "127.0.0.1".into(),
+        master_port: port,
+        agent_id: Some("test-agent".into()),
+        artificial_slots: 2,
+        work_root: Some(work_root.to_path_buf()),
+        python: PathBuf::from("/bin/sh"),
+        termination_grace_seconds: 5,
+        agent_reconnect_attempts: 3,
+        agent_reconnect_backoff: Duration::from_millis(500),
+        ..AgentConfig::default()
+    }
+}
+
+fn spawn_agent(master: &FakeMaster, adjust: impl FnOnce(&mut AgentConfig)) -> Agent {
+    let work_root = tempfile::tempdir().unwrap();
+    let mut config = config(master.addr.port(), work_root.path());
+    adjust(&mut config);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let handle = tokio::spawn(daemon::run(config, async move {
+        let _ = stopped.await;
+    }));
+    Agent { work_root, stop: Some(stop), handle }
+}
+
+impl Agent {
+    async fn shut_down(mut self) -> Result<(), DaemonError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(DEADLINE, self.handle).await.expect("the agent did not stop in time").unwrap()
+    }
+}
+
+fn start_task(container_id: &str, entrypoint: TaskEntrypoint) -> StartTask {
+    StartTask {
+        container_id: container_id.into(),
+        task_id: format!("task-{container_id}"),
+        allocation_id: format!("task-{container_id}.1"),
+        task_type: "COMMAND".into(),
+        description: "test".into(),
+        slot_ids: vec![0],
+        entrypoint,
+        env: BTreeMap::from([("DET_MASTER".to_string(), "http://127.0.0.1:8080".to_string())]),
+        work_dir_archive_b64: None,
+        python: None,
+    }
+}
+
+fn shell(command: &str) -> TaskEntrypoint {
+    TaskEntrypoint::Shell(command.into())
+}
+
+/// Everything the agent says about `container_id` up to and including its `Terminated`: the
+/// state changes in order and the log lines received before `Terminated`.
+async fn until_terminated(conn: &mut Connection, container_id: &str) -> (Vec<TaskStateChanged>, Vec<TaskLogLine>) {
+    let (mut states, mut logs) = (Vec::new(), Vec::new());
+    loop {
+        match conn.recv().await {
+            AgentToMaster::TaskLogs { lines } => logs.extend(lines.into_iter().filter(|l| l.container_id == container_id)),
+            AgentToMaster::TaskStateChanged(change) if change.container_id == container_id => {
+                let done = change.state == TaskState::Terminated;
+                states.push(change);
+                if done {
+                    return (states, logs);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn until_running(conn: &mut Connection, container_id: &str) -> u32 {
+    loop {
+        if let AgentToMaster::TaskStateChanged(change) = conn.recv().await
+            && change.container_id == container_id
+        {
+            assert_eq!(change.state, TaskState::Running, "{change:?}");
+            return change.pid.expect("Running carries the pid");
+        }
+    }
+}
+
+fn exit_of(states: &[TaskStateChanged]) -> &TaskExitInfo {
+    states.last().and_then(|s| s.exit.as_ref()).expect("Terminated carries the exit")
+}
+
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registers_with_artificial_slots() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |_| {});
+    let mut conn = master.accept().await;
+    assert_eq!(conn.query.id, "test-agent");
+    assert_eq!(conn.query.resource_pool, "default");
+    assert!(!conn.query.reconnect);
+    assert!(!conn.query.version.is_empty());
+    let started = conn.register(vec![]).await;
+    assert_eq!(started.devices.len(), 2);
+    assert!(started.devices.iter().all(|d| d.device_type == "cpu" && d.brand == "Artificial"), "{:?}", started.devices);
+    assert_eq!(started.devices.iter().map(|d| d.id).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(started.resource_pool, "default");
+    assert!(started.tasks_reattached.is_empty());
+    agent.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_logs_arrive_parsed_before_its_exit() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |_| {});
+    let mut conn = master.accept().await;
+    conn.register(vec![]).await;
+    conn.send(MasterToAgent::StartTask(Box::new(start_task("c1", shell(r#"echo hi; echo "[rank=0] INFO: x" >&2; exit 3"#)))));
+
+    let (states, logs) = until_terminated(&mut conn, "c1").await;
+    assert_eq!(states.iter().map(|s| s.state).collect::<Vec<_>>(), [TaskState::Running, TaskState::Terminated]);
+    assert!(states[0].pid.is_some());
+    let exit = exit_of(&states);
+    assert_eq!(exit.exit_code, Some(3));
+    assert!(exit.failure.as_deref().is_some_and(|f| f.contains("exit code: 3")), "{exit:?}");
+
+    let stdout = logs.iter().find(|l| l.stdtype == "stdout").expect("stdout line");
+    assert_eq!((stdout.log.as_str(), stdout.rank_id, stdout.level.as_deref()), ("hi\n", None, None));
+    let stderr = logs.iter().find(|l| l.stdtype == "stderr").expect("stderr line");
+    assert_eq!((stderr.log.as_str(), stderr.rank_id, stderr.level.as_deref()), ("x\n", Some(0), Some("LOG_LEVEL_INFO")));
+    assert!(logs.iter().all(|l| l.task_id == "task-c1" && l.allocation_id == "task-c1.1"));
+
+    // The work dir and the harness info go once the task has ended.
+    let task_dir = agent.work_root.path().join("task-c1");
+    wait_until("the task's dirs are removed", || !task_dir.exists()).await;
+    agent.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminate_ends_a_sleeping_task_with_a_signal() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |_| {});
+    let mut conn = master.accept().await;
+    conn.register(vec![]).await;
+    conn.send(MasterToAgent::StartTask(Box::new(start_task("sleeper", shell("sleep 600")))));
+    until_running(&mut conn, "sleeper").await;
+
+    let asked = Instant::now();
+    conn.send(MasterToAgent::TerminateTask { container_id: "sleeper".into() });
+    let (states, _) = until_terminated(&mut conn, "sleeper").await;
+    let exit = exit_of(&states);
+    assert_eq!((exit.exit_code, exit.signal), (None, Some(15)), "{exit:?}");
+    assert!(exit.failure.as_deref().is_some_and(|f| f.contains("signal 15")), "{exit:?}");
+    assert!(asked.elapsed() < Duration::from_secs(4), "terminate took {:?}", asked.elapsed());
+    agent.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_failures_are_reported_as_terminated() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |_| {});
+    let mut conn = master.accept().await;
+    conn.register(vec![]).await;
+
+    let mut no_python = start_task("p", shell("true"));
+    no_python.python = Some("/no/such/python3".into());
+    conn.send(MasterToAgent::StartTask(Box::new(no_python)));
+    let (states, _) = until_terminated(&mut conn, "p").await;
+    assert_eq!(states.len(), 1, "no Running for a task that never started: {states:?}");
+    let failure = exit_of(&states).failure.clone().unwrap_or_default();
+    assert!(failure.contains("could not start") && failure.contains("/no/such/python3") && failure.contains("not found"), "{failure}");
+
+    let mut bad_slot = start_task("s", shell("true"));
+    bad_slot.slot_ids = vec![7];
+    conn.send(MasterToAgent::StartTask(Box::new(bad_slot)));
+    let (states, _) = until_terminated(&mut conn, "s").await;
+    let failure = exit_of(&states).failure.clone().unwrap_or_default();
+    assert!(failure.contains("slot 7 is not a slot of this agent"), "{failure}");
+    assert_eq!(exit_of(&states).exit_code, None);
+
+    // Nothing is left behind by either.
+    assert!(std::fs::read_dir(agent.work_root.path()).unwrap().next().is_none());
+    agent.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnects_and_reports_what_happened_meanwhile() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |_| {});
+    let mut conn = master.accept().await;
+    conn.register(vec![]).await;
+    let go = agent.work_root.path().join("go");
+    conn.send(MasterToAgent::StartTask(Box::new(start_task("long", shell("sleep 600")))));
+    let waiter = format!("while [ ! -e {} ]; do sleep 0.02; done; echo buffered; exit 0", go.display());
+    conn.send(MasterToAgent::StartTask(Box::new(start_task("short", shell(&waiter)))));
+    until_running(&mut conn, "long").await;
+    until_running(&mut conn, "short").await;
+
+    conn.drop_connection();
+    // Output and exit while disconnected are kept for the next connection.
+    std::fs::write(&go, "").unwrap();
+    let mut conn = master.accept().await;
+    assert!(conn.query.reconnect);
+    let started = conn.register(vec!["long".into(), "unknown".into()]).await;
+    assert_eq!(started.tasks_reattached, ["long"]);
+    let (states, logs) = until_terminated(&mut conn, "short").await;
+    assert_eq!(exit_of(&states).exit_code, Some(0));
+    assert_eq!(logs.iter().map(|l| l.log.as_str()).collect::<Vec<_>>(), ["buffered\n"]);
+
+    // The task survived the reconnect and is still controlled over the new connection.
+    conn.send(MasterToAgent::KillTask { container_id: "long".into() });
+    let (states, _) = until_terminated(&mut conn, "long").await;
+    assert_eq!(exit_of(&states).signal, Some(9));
+    agent.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_terminates_running_tasks_and_reports_them() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |_| {});
+    let mut conn = master.accept().await;
+    conn.register(vec![]).await;
+    conn.send(MasterToAgent::StartTask(Box::new(start_task("bye", shell("sleep 600")))));
+    until_running(&mut conn, "bye").await;
+    let stopping = tokio::spawn(agent.shut_down());
+    let (states, _) = until_terminated(&mut conn, "bye").await;
+    assert_eq!(exit_of(&states).signal, Some(15));
+    stopping.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn master_refusal_and_unreachable_master_are_errors() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |_| {});
+    let conn = master.accept().await;
+    conn.send(MasterToAgent::AgentShutdown { err_msg: "duplicate agent id test-agent".into() });
+    let err = tokio::time::timeout(DEADLINE, agent.handle).await.unwrap().unwrap().unwrap_err();
+    assert!(matches!(err, DaemonError::ShutDownByMaster(_)));
+    assert!(err.to_string().contains("duplicate agent id test-agent"), "{err}");
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let root = tempfile::tempdir().unwrap();
+    let mut config = config(port, root.path());
+    config.agent_reconnect_attempts = 1;
+    config.agent_reconnect_backoff = Duration::from_millis(10);
+    let err = daemon::run(config, std::future::pending()).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, DaemonError::Unreachable { attempts: 2, .. }), "{err:?}");
+    assert!(text.contains(&format!("ws://127.0.0.1:{port}/agents")), "{text}");
+}
+
+/// A Python with the upstream harness installed, if this machine has one.
+fn harness_python() -> Option<PathBuf> {
+    let candidate = std::env::var_os("RESOLUTE_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| "/work/cache/detvenv/bin/python".into());
+    if candidate.is_file() {
+        Some(candidate)
+    } else {
+        println!("skipped: no Python with the determined package at {} (set RESOLUTE_TEST_PYTHON)", candidate.display());
+        None
+    }
+}
+
+fn trial_task(container_id: &str, python: &Path, code: &str) -> StartTask {
+    let mut start = start_task(container_id, TaskEntrypoint::Argv(vec![python.display().to_string(), "-c".into(), code.into()]));
+    start.task_type = "TRIAL".into();
+    start.python = Some(python.display().to_string());
+    for (name, value) in [
+        ("DET_CLUSTER_ID", "cluster-1"),
+        ("DET_SESSION_TOKEN", "token"),
+        ("DET_TRIAL_ID", "7"),
+        ("DET_EXPERIMENT_ID", "3"),
+        ("DET_TRIAL_SEED", "42"),
+        ("DET_HPARAMS", r#"{"lr": 0.5}"#),
+        ("DET_EXPERIMENT_CONFIG", r#"{"debug": false, "data": {"x": 1}}"#),
+        ("DET_STEPS_COMPLETED", "0"),
+        ("DET_TRIAL_RUN_ID", "1"),
+    ] {
+        start.env.insert(name.into(), value.into());
+    }
+    start
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_harness_finds_its_cluster_info() {
+    let Some(python) = harness_python() else { return };
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |_| {});
+    let mut conn = master.accept().await;
+    conn.register(vec![]).await;
+    let code = "import determined as det; i=det.get_cluster_info(); \
+                print(i.task_type, i.trial.trial_id, i.container_addrs, i.trial.hparams['lr'], i.slot_ids, i.agent_id, i.user_data)";
+    conn.send(MasterToAgent::StartTask(Box::new(trial_task("h", &python, code))));
+    let (states, logs) = until_terminated(&mut conn, "h").await;
+    let output: Vec<&str> = logs.iter().map(|l| l.log.as_str()).collect();
+    assert_eq!(exit_of(&states).exit_code, Some(0), "{output:?}");
+    assert!(output.contains(&"TRIAL 7 ['127.0.0.1'] 0.5 [0] test-agent {'x': 1}\n"), "{output:?}");
+    agent.shut_down().await.unwrap();
+}
+
+/// The shim with a stand-in `determined` package: the redirect happens only on import of
+/// `determined._info`, and another `sitecustomize` still runs.
+#[test]
+fn sitecustomize_is_lazy_and_chains() {
+    let Ok(python) = which_python3() else {
+        println!("skipped: no python3 on PATH");
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let work_dir = root.path().join("t/t.a");
+    let shim = ShimDir::for_work_dir(&work_dir);
+    let env = BTreeMap::from([("DET_TASK_TYPE".to_string(), "COMMAND".to_string()), ("DET_MASTER".to_string(), "http://m:1".to_string())]);
+    shim.write(&env, &[]).unwrap();
+    assert!(shim.info_dir().join("cluster.json").is_file() && !shim.info_dir().join("trial.json").exists());
+
+    let packages = root.path().join("packages");
+    std::fs::create_dir_all(packages.join("determined")).unwrap();
+    std::fs::write(packages.join("determined/__init__.py"), "").unwrap();
+    std::fs::write(
+        packages.join("determined/_info.py"),
+        "DEFAULT_CLUSTER_INFO_PATH = '/run/determined/info/cluster.json'\n\
+         class ClusterInfo:\n    @classmethod\n    def _from_file(cls, path=DEFAULT_CLUSTER_INFO_PATH):\n        return path\n",
+    )
+    .unwrap();
+    let other = root.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("sitecustomize.py"), "import os\nos.environ['OTHER_SITECUSTOMIZE'] = 'ran'\n").unwrap();
+
+    let python_path = shim.python_path(Some(&format!("{}:{}", other.display(), packages.display())));
+    let code = "import os, sys\n\
+                print(os.environ.get('OTHER_SITECUSTOMIZE'), 'determined._info' in sys.modules, 'determined' in sys.modules)\n\
+                from determined import _info\n\
+                print(_info.ClusterInfo._from_file())\n\
+                print(_info.DEFAULT_CLUSTER_INFO_PATH)\n";
+    let out = std::process::Command::new(python).args(["-c", code]).env("PYTHONPATH", python_path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cluster = shim.info_dir().join("cluster.json").display().to_string();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("ran False False\n{cluster}\n{cluster}\n"));
+}
+
+fn which_python3() -> Result<PathBuf, ()> {
+    let path = std::env::var_os("PATH").ok_or(())?;
+    std::env::split_paths(&path).map(|dir| dir.join("python3")).find(|p| p.is_file()).ok_or(())
+}
