@@ -5,7 +5,13 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{ArgAction, Parser, Subcommand};
 use resolute_cli::commands::Globals;
+use resolute_cli::commands::agent::{self, AgentCommand};
+use resolute_cli::commands::checkpoint::{self, CheckpointCommand};
 use resolute_cli::commands::deploy::{self, DeployArgs};
+use resolute_cli::commands::experiment::{self, ExperimentCommand};
+use resolute_cli::commands::slot::{self, SlotCommand};
+use resolute_cli::commands::task::{self, TaskCommand};
+use resolute_cli::commands::trial::{self, TrialCommand};
 use resolute_cli::commands::master::{self, MasterCommand};
 use resolute_cli::commands::user::{self, UserCommand};
 use resolute_cli::url::canonicalize_master_url;
@@ -50,6 +56,41 @@ enum Command {
     /// manage deployments
     #[command(visible_alias = "d")]
     Deploy(DeployArgs),
+    /// manage experiments
+    #[command(visible_alias = "e")]
+    Experiment {
+        #[command(subcommand)]
+        command: Option<ExperimentCommand>,
+    },
+    /// manage trials
+    #[command(visible_alias = "t")]
+    Trial {
+        #[command(subcommand)]
+        command: TrialCommand,
+    },
+    /// manage checkpoints
+    #[command(visible_alias = "c")]
+    Checkpoint {
+        #[command(subcommand)]
+        command: CheckpointCommand,
+    },
+    /// manage tasks (commands, experiments, notebooks, shells, tensorboards)
+    Task {
+        #[command(subcommand)]
+        command: Option<TaskCommand>,
+    },
+    /// manage agents
+    #[command(visible_alias = "a")]
+    Agent {
+        #[command(subcommand)]
+        command: Option<AgentCommand>,
+    },
+    /// manage slots
+    #[command(visible_alias = "s")]
+    Slot {
+        #[command(subcommand)]
+        command: Option<SlotCommand>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -74,6 +115,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match command {
         Command::Master { command: MasterCommand::Info } => master::info(&globals)?,
         Command::User { command } => user::run(&globals, command)?,
+        Command::Experiment { command } => experiment::run(&globals, command)?,
+        Command::Trial { command } => trial::run(&globals, command)?,
+        Command::Checkpoint { command } => checkpoint::run(&globals, command)?,
+        Command::Task { command } => task::run(&globals, command)?,
+        Command::Agent { command } => agent::run(&globals, command)?,
+        Command::Slot { command } => slot::run(&globals, command)?,
         Command::Master { command: MasterCommand::Run(_) } | Command::Deploy(_) => {}
     }
     Ok(())
