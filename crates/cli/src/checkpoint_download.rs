@@ -82,7 +82,8 @@ fn direct(storage: &Value, uuid: &str, dir: &Path) -> Result<(), DownloadError> 
         "shared_fs" => {
             let host = storage.get("host_path").and_then(Value::as_str).unwrap_or_default();
             let sub = storage.get("storage_path").and_then(Value::as_str);
-            let candidates = [full_storage_path(host, sub, host).join(uuid), full_storage_path(host, sub, SHARED_FS_CONTAINER_PATH).join(uuid)];
+            let candidates =
+                [full_storage_path(host, sub, host).join(uuid), full_storage_path(host, sub, SHARED_FS_CONTAINER_PATH).join(uuid)];
             candidates.iter().find(|p| p.exists()).cloned().ok_or_else(|| {
                 DownloadError::NoDirectAccess(format!(
                     "Checkpoint {uuid} not found in {candidates:?}. This error could be caused by not having the same shared file \

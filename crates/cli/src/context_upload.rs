@@ -292,7 +292,7 @@ mod tests {
         assert_eq!((json[1]["uid"].clone(), json[1]["gid"].clone()), (0.into(), 0.into()));
         let text = String::from_utf8(sink).unwrap();
         assert!(text.starts_with("Preparing files to send to master... 0.0B and 0 files\r"), "{text:?}");
-        assert!(text.ends_with("Preparing files to send to master... 3.0B and 3 files\r\n"), "{text:?}");
+        assert!(text.ends_with("Preparing files to send to master... 6.0B and 3 files\r\n"), "{text:?}");
     }
 
     #[test]
@@ -315,7 +315,9 @@ mod tests {
         write(dir.path(), "big", &"x".repeat(3000));
         let mut sink = Vec::new();
         let err = read_v1_context(Some(dir.path()), &[], 2048, &mut sink).unwrap_err();
-        assert!(err.to_string().starts_with("The total size of context directory and included files and directories exceeds  the maximum allowed size 2.0KB."));
+        assert!(err.to_string().starts_with(
+            "The total size of context directory and included files and directories exceeds  the maximum allowed size 2.0KB."
+        ));
         let err = read_v1_context(Some(&dir.path().join("nope")), &[], 2048, &mut sink).unwrap_err();
         assert!(err.to_string().starts_with("Path '/") && err.to_string().ends_with("nope' doesn't exist"), "{err}");
         let err = read_v1_context(Some(&dir.path().join("big")), &[], 2048, &mut sink).unwrap_err();

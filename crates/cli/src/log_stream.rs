@@ -158,7 +158,11 @@ pub fn print_ended(kind: &str, command: &str, id: &str) {
 
 /// `termcolor.colored(text, "green")`: plain unless stdout is a terminal and NO_COLOR is unset.
 pub fn green(text: &str) -> String {
-    if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() { format!("\x1b[32m{text}\x1b[0m") } else { text.to_owned() }
+    if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+        format!("\x1b[32m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@ use resolute_cli::commands::agent::{self, AgentCommand};
 use resolute_cli::commands::checkpoint::{self, CheckpointCommand};
 use resolute_cli::commands::deploy::{self, DeployArgs};
 use resolute_cli::commands::experiment::{self, ExperimentCommand};
+use resolute_cli::commands::master::{self, MasterCommand};
 use resolute_cli::commands::slot::{self, SlotCommand};
 use resolute_cli::commands::task::{self, TaskCommand};
 use resolute_cli::commands::trial::{self, TrialCommand};
-use resolute_cli::commands::master::{self, MasterCommand};
 use resolute_cli::commands::user::{self, UserCommand};
 use resolute_cli::url::canonicalize_master_url;
 

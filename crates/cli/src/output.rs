@@ -135,13 +135,7 @@ pub fn py_float_repr(f: f64) -> String {
 pub fn csv_line(cells: &[String]) -> String {
     let quoted: Vec<String> = cells
         .iter()
-        .map(|c| {
-            if c.contains([',', '"', '\n', '\r']) {
-                format!("\"{}\"", c.replace('"', "\"\""))
-            } else {
-                c.clone()
-            }
-        })
+        .map(|c| if c.contains([',', '"', '\n', '\r']) { format!("\"{}\"", c.replace('"', "\"\"")) } else { c.clone() })
         .collect();
     format!("{}\r\n", quoted.join(","))
 }

@@ -127,9 +127,8 @@ impl From<bool> for Cell {
 /// several lines (e.g. indented JSON); the row then grows, as tabulate's multiline mode does.
 pub fn render(headers: &[&str], rows: &[Vec<Cell>]) -> String {
     let columns = headers.len();
-    let kinds: Vec<Kind> = (0..columns)
-        .map(|c| rows.iter().filter_map(|r| r.get(c).and_then(Cell::kind)).max().unwrap_or(Kind::Text))
-        .collect();
+    let kinds: Vec<Kind> =
+        (0..columns).map(|c| rows.iter().filter_map(|r| r.get(c).and_then(Cell::kind)).max().unwrap_or(Kind::Text)).collect();
     let texts: Vec<Vec<String>> =
         rows.iter().map(|r| (0..columns).map(|c| r.get(c).map(|cell| cell.text(kinds[c])).unwrap_or_default()).collect()).collect();
     // Decimal alignment pads each float on the right so the points line up (ints count as -1).

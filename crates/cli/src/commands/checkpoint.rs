@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::Globals;
 use super::wire::{connect, text, value_cell};
-use crate::client::path_segment;
 use crate::checkpoint_download::{self, DownloadMode};
+use crate::client::path_segment;
 use crate::error::CliError;
 use crate::output::{format_time, py_json, tabulate_or_csv};
 use crate::table::Cell;

@@ -46,13 +46,12 @@ pub struct CreateArgs {
     pub test_mode: bool,
 }
 
-const SLOTS_WARNING: &str =
-    "Warning: The requested job requires more slots than currently available. You may need to increase cluster resources in order for the job to run.";
+const SLOTS_WARNING: &str = "Warning: The requested job requires more slots than currently available. You may need to increase cluster resources in order for the job to run.";
 
 pub fn create(g: &Globals, args: &CreateArgs) -> Result<(), CliError> {
     let path = args.config_file.display().to_string();
-    let config_text = std::fs::read_to_string(&args.config_file)
-        .map_err(|e| CliError::msg(format!("cannot read experiment config file {path}: {e}")))?;
+    let config_text =
+        std::fs::read_to_string(&args.config_file).map_err(|e| CliError::msg(format!("cannot read experiment config file {path}: {e}")))?;
     let config = parse_config(&config_text, &path)?;
     let config = apply_overrides(config, &args.config)?;
     // Re-serialising drops the user's comments, so upstream does it only when something changed.
@@ -99,8 +98,7 @@ pub fn create(g: &Globals, args: &CreateArgs) -> Result<(), CliError> {
 
 /// `_parse_config_text_or_exit`: the file must hold a non-empty YAML mapping.
 fn parse_config(text: &str, path: &str) -> Result<Value, CliError> {
-    let value: Value =
-        serde_norway::from_str(text).map_err(|e| CliError::msg(format!("invalid experiment config file {path}: {e}")))?;
+    let value: Value = serde_norway::from_str(text).map_err(|e| CliError::msg(format!("invalid experiment config file {path}: {e}")))?;
     match value {
         Value::Object(map) if !map.is_empty() => Ok(Value::Object(map)),
         _ => Err(CliError::msg(format!("invalid experiment config file {path}"))),

@@ -166,8 +166,16 @@ pub fn describe(g: &Globals, ids: &str, csv: bool, json: bool) -> Result<(), Cli
     }
     tabulate_or_csv(&headers, &rows, csv);
 
-    let headers =
-        ["Trial ID", "# of Batches", "State", "Report Time", "Checkpoint State", "Checkpoint Report Time", "Validation State", "Validation Report Time"];
+    let headers = [
+        "Trial ID",
+        "# of Batches",
+        "State",
+        "Report Time",
+        "Checkpoint State",
+        "Checkpoint Report Time",
+        "Validation State",
+        "Validation Report Time",
+    ];
     let mut rows = Vec::new();
     for (_, ts) in &trials {
         for t in ts {

@@ -70,7 +70,8 @@ fn agent_info(t: &Value) -> String {
     let Some(resources) = t.get("resources").and_then(Value::as_array) else {
         return "unassigned".to_owned();
     };
-    let agents: Vec<&String> = resources.iter().filter_map(|r| r.get("agentDevices").and_then(Value::as_object)).flat_map(|m| m.keys()).collect();
+    let agents: Vec<&String> =
+        resources.iter().filter_map(|r| r.get("agentDevices").and_then(Value::as_object)).flat_map(|m| m.keys()).collect();
     match agents.as_slice() {
         [one] => (*one).clone(),
         many => format!("[{}]", many.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(", ")),
@@ -94,13 +95,8 @@ pub fn render_tasks(tasks: &Map<String, Value>, csv: bool, json: bool) {
         .iter()
         .map(|t| {
             let priority = if text(t, "schedulerType") == "priority" { Cell::opt(int(t, "priority")) } else { "N/A".into() };
-            let mut ports: Vec<i64> = t
-                .get("proxyPorts")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|p| int(p, "port"))
-                .collect();
+            let mut ports: Vec<i64> =
+                t.get("proxyPorts").and_then(Value::as_array).into_iter().flatten().filter_map(|p| int(p, "port")).collect();
             ports.sort_unstable();
             vec![
                 text(t, "taskId").into(),

@@ -92,9 +92,8 @@ struct DescribeOpts {
 fn describe(g: &Globals, trial_id: i64, o: DescribeOpts) -> Result<(), CliError> {
     let client = connect(g)?;
     let mut resp: Value = client.get(&format!("api/v1/trials/{trial_id}"))?;
-    let path = |offset: i64| {
-        format!("api/v1/trials/{trial_id}/workloads?offset={offset}&limit={}&includeBatchMetrics={}", o.limit, o.metrics)
-    };
+    let path =
+        |offset: i64| format!("api/v1/trials/{trial_id}/workloads?offset={offset}&limit={}&includeBatchMetrics={}", o.limit, o.metrics);
     // A master without the workloads endpoint still gets the trial described.
     let workloads = match read_paginated(&client, path, "workloads", o.offset, o.single) {
         Err(CliError::Client(ClientError::NotFound(_))) => Vec::new(),
