@@ -31,7 +31,6 @@ impl Cell {
 
     fn text(&self, kind: Kind) -> String {
         match self {
-            Cell::Int(n) if kind == Kind::Float => n.to_string(),
             Cell::Int(n) => n.to_string(),
             Cell::Float(f) => format_g(*f),
             Cell::Str(s) if kind == Kind::Float => s.trim().parse::<f64>().map_or_else(|_| s.trim().to_owned(), format_g),

@@ -285,8 +285,9 @@ pub fn wait(client: &Client, id: i64, interval: Duration) -> Result<String, CliE
         }
         std::thread::sleep(interval);
         elapsed += interval;
-        if !elapsed.is_zero() && elapsed.as_secs() % 60 == 0 && elapsed.subsec_nanos() == 0 {
-            eprintln!("Waiting for Experiment {id} to complete. Elapsed {} minutes", elapsed.as_secs_f64() / 60.0);
+        if !elapsed.is_zero() && elapsed.as_secs().is_multiple_of(60) && elapsed.subsec_nanos() == 0 {
+            let minutes = crate::output::py_float_repr(elapsed.as_secs_f64() / 60.0);
+            eprintln!("Waiting for Experiment {id} to complete. Elapsed {minutes} minutes");
         }
     }
 }

@@ -12,6 +12,8 @@ use crate::output::{format_time, tabulate_or_csv};
 use crate::table::Cell;
 use crate::{render, say};
 
+// Parsed once per process; boxing the log flags would only complicate clap's flatten.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
     /// list tasks in cluster

@@ -177,7 +177,7 @@ fn create_follow_streams_the_first_trial_and_fails_unless_completed() {
 
     fake.json("GET", "/api/v1/experiments/5", &json!({"experiment": {"id": 5, "state": "STATE_COMPLETED"}}));
     det.ok_env(&["e", "create", &cfg_path, &ctx_path, "--follow-first-trial", "--config", "resources.slots_per_trial=2"], "", &AUTH);
-    let post = fake.requests().into_iter().filter(|r| r.method == "POST").last().expect("create request");
+    let post = fake.requests().into_iter().rfind(|r| r.method == "POST").expect("create request");
     let body: Value = serde_json::from_str(&post.body).expect("body");
     let config: Value = serde_norway::from_str(body["config"].as_str().unwrap_or_default()).expect("yaml");
     assert_eq!(config["resources"]["slots_per_trial"], 2);
