@@ -92,6 +92,26 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Opens a GET whose body the caller reads as it arrives (log follows, checkpoint downloads):
+    /// only connecting is timed, since a followed stream may stay open for hours.
+    pub fn open(&self, path: &str, accept: &str) -> Result<Response, ClientError> {
+        let http = Http::builder().connect_timeout(Duration::from_secs(10)).build().map_err(|e| unreachable(&self.master, &e))?;
+        let url = format!("{}/{}", self.master, path.trim_start_matches('/'));
+        let mut req = http.get(&url).header(reqwest::header::ACCEPT, accept);
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
+        let resp = req.send().map_err(|e| unreachable(&self.master, &e))?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        let status = resp.status().as_u16();
+        let body = resp.text().unwrap_or_default();
+        Err(api_error(status, &body))
+    }
+}
+
 fn parse_response<T: DeserializeOwned>(resp: Response, what: &str) -> Result<T, ClientError> {
     let status = resp.status();
     let text = resp.text().map_err(|e| ClientError::BadResponse { what: what.to_owned(), cause: root_cause(&e) })?;

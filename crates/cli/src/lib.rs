@@ -2,10 +2,14 @@
 //! commands it implements, plus `det master run` and a process-based `det deploy local`.
 
 pub mod auth_store;
+pub mod checkpoint_download;
 pub mod client;
 pub mod commands;
+pub mod context_upload;
 pub mod error;
 pub mod local_process;
+pub mod log_stream;
+pub mod output;
 pub mod password;
 pub mod prompt;
 pub mod render;

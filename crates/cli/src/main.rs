@@ -5,9 +5,15 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{ArgAction, Parser, Subcommand};
 use resolute_cli::commands::Globals;
+use resolute_cli::commands::agent::{self, AgentCommand};
 use resolute_cli::commands::agent_run;
+use resolute_cli::commands::checkpoint::{self, CheckpointCommand};
 use resolute_cli::commands::deploy::{self, DeployArgs};
+use resolute_cli::commands::experiment::{self, ExperimentCommand};
 use resolute_cli::commands::master::{self, MasterCommand};
+use resolute_cli::commands::slot::{self, SlotCommand};
+use resolute_cli::commands::task::{self, TaskCommand};
+use resolute_cli::commands::trial::{self, TrialCommand};
 use resolute_cli::commands::user::{self, UserCommand};
 use resolute_cli::url::canonicalize_master_url;
 
@@ -51,18 +57,41 @@ enum Command {
     /// manage deployments
     #[command(visible_alias = "d")]
     Deploy(DeployArgs),
+    /// manage experiments
+    #[command(visible_alias = "e")]
+    Experiment {
+        #[command(subcommand)]
+        command: Option<ExperimentCommand>,
+    },
+    /// manage trials
+    #[command(visible_alias = "t")]
+    Trial {
+        #[command(subcommand)]
+        command: TrialCommand,
+    },
+    /// manage checkpoints
+    #[command(visible_alias = "c")]
+    Checkpoint {
+        #[command(subcommand)]
+        command: CheckpointCommand,
+    },
+    /// manage tasks (commands, experiments, notebooks, shells, tensorboards)
+    Task {
+        #[command(subcommand)]
+        command: Option<TaskCommand>,
+    },
     /// manage agents
     #[command(visible_alias = "a")]
     Agent {
         #[command(subcommand)]
-        command: AgentCommand,
+        command: Option<AgentCommand>,
     },
-}
-
-#[derive(Debug, Subcommand)]
-enum AgentCommand {
-    /// run an agent in the foreground until SIGINT/SIGTERM
-    Run(agent_run::RunArgs),
+    /// manage slots
+    #[command(visible_alias = "s")]
+    Slot {
+        #[command(subcommand)]
+        command: Option<SlotCommand>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -81,14 +110,20 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
     let command = match cli.command {
         Command::Deploy(args) => return Ok(deploy::run(args)?),
         Command::Master { command: MasterCommand::Run(args) } => return Ok(master::run(args)?),
-        Command::Agent { command: AgentCommand::Run(args) } => return Ok(agent_run::run(args)?),
+        Command::Agent { command: Some(AgentCommand::Run(args)) } => return Ok(agent_run::run(args)?),
         other => other,
     };
     let globals = Globals { master: master_url(cli.master)?, user: cli.user, json: cli.json };
     match command {
         Command::Master { command: MasterCommand::Info } => master::info(&globals)?,
         Command::User { command } => user::run(&globals, command)?,
-        Command::Master { command: MasterCommand::Run(_) } | Command::Deploy(_) | Command::Agent { .. } => {}
+        Command::Experiment { command } => experiment::run(&globals, command)?,
+        Command::Trial { command } => trial::run(&globals, command)?,
+        Command::Checkpoint { command } => checkpoint::run(&globals, command)?,
+        Command::Task { command } => task::run(&globals, command)?,
+        Command::Agent { command } => agent::run(&globals, command)?,
+        Command::Slot { command } => slot::run(&globals, command)?,
+        Command::Master { command: MasterCommand::Run(_) } | Command::Deploy(_) => {}
     }
     Ok(())
 }

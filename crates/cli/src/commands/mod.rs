@@ -1,10 +1,19 @@
 //! One module per top-level command group.
 
+pub mod agent;
 pub mod agent_run;
+pub mod checkpoint;
 pub mod deploy;
+pub mod experiment;
+pub mod experiment_create;
+pub mod experiment_views;
 mod local_agents;
 pub mod master;
+pub mod slot;
+pub mod task;
+pub mod trial;
 pub mod user;
+pub mod wire;
 
 /// Options that every client command sees (`-m`, `-u`, `--json`).
 #[derive(Clone, Debug)]

@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
+mod experiments;
+mod fake_endpoints;
+mod fake_master;
+
 const DET: &str = env!("CARGO_BIN_EXE_det");
 
 fn free_port() -> u16 {
