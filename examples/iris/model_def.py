@@ -40,7 +40,8 @@ class Lengths:
 
     def __init__(self, config: Dict[str, Any], batch_size: int, batches_per_epoch: int) -> None:
         def to_batches(length: Any, what: str) -> Optional[int]:
-            if length is None:
+            # The master fills unset periods in as {batches: 0}: "never".
+            if length is None or length == 0 or (isinstance(length, dict) and not any(length.values())):
                 return None
             if isinstance(length, int):
                 return length

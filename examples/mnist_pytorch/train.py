@@ -22,8 +22,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def train_unit(length: Any, global_batch_size: int) -> Optional[pytorch.TrainUnit]:
-    """An experiment-config length ({batches|epochs|records: N}) as a Trainer unit."""
-    if length is None:
+    """An experiment-config length ({batches|epochs|records: N}) as a Trainer unit; None for an
+    unset or zero period (the master fills unset periods in as {batches: 0})."""
+    if length is None or length == 0 or (isinstance(length, dict) and not any(length.values())):
         return None
     if isinstance(length, int):
         return pytorch.Batch(length)
