@@ -8,11 +8,14 @@
 #                                               target/debug/det master run)
 # then prints each runner's summary and exits non-zero if any step failed.
 #
-# Needs: cargo, python3 (3.8+, with venv), PostgreSQL 15 server binaries, psql, curl, jq.
-# The Python environment .venv (tests/compat/requirements.txt, all pinned) is created on first
-# use and reused after; it is re-synced when the requirements file changes.
+# Needs: cargo, python3 (3.8+, with venv), PostgreSQL 15 server binaries, psql, curl, jq; for the
+# PyTorch example tests, Debian's python3-torch (without it they are skipped, with the reason).
+# The Python environment .venv (scripts/python-env.sh: tests/compat/requirements.txt, all pinned,
+# plus Debian torch through --system-site-packages) is created on first use and reused after; it is
+# re-synced when the requirements file changes. It also runs the trials of the experiment tests.
 # Work files (PostgreSQL cluster, logs) go to .ci-work/. Environment knobs: PYTHON (interpreter
-# for the venv), RESOLUTE_PG_PORT (scratch cluster port, default 55432), CARGO_TARGET_DIR.
+# for the venv when there is no Debian torch), RESOLUTE_PG_PORT (scratch cluster port, default
+# 55432), CARGO_TARGET_DIR, RESOLUTE_COMPAT_PYTEST_ARGS (extra pytest arguments, e.g. -m "not slow").
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,24 +67,18 @@ fi
 record "cargo test --workspace ($totals in $(printf '%s\n' "$results" | grep -c . || true) test suites)" "$status" "$results"
 
 # --- Python environment -------------------------------------------------------------------------
-banner "Python environment (.venv)"
-req=tests/compat/requirements.txt
-stamp=.venv/.resolute-requirements.sha256
-want=$(sha256sum "$req" | cut -d' ' -f1)
-if [ ! -x .venv/bin/python ]; then
-  "${PYTHON:-python3}" -m venv .venv
-fi
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-input -r "$req"
-  echo "$want" >"$stamp"
-fi
-.venv/bin/det --version
+# One venv runs the compat suite and, through `det agent run --python`, the trials it starts.
+banner "Python environment (scripts/python-env.sh .venv)"
+venv_python=$(scripts/python-env.sh "$repo/.venv")
+"$(dirname "$venv_python")/det" --version
 
 # --- 3. compatibility suite ---------------------------------------------------------------
 for db in sqlite postgres; do
-  banner "compat suite, $db (RESOLUTE_COMPAT_DB=$db .venv/bin/python -m pytest tests/compat)"
+  banner "compat suite, $db (RESOLUTE_COMPAT_DB=$db .venv/bin/python -m pytest tests/compat ${RESOLUTE_COMPAT_PYTEST_ARGS:-})"
   set +e
-  RESOLUTE_COMPAT_DB=$db RESOLUTE_DET_BIN=$det_bin .venv/bin/python -m pytest tests/compat 2>&1 |
+  # shellcheck disable=SC2086 # RESOLUTE_COMPAT_PYTEST_ARGS is a list of pytest arguments.
+  RESOLUTE_COMPAT_DB=$db RESOLUTE_DET_BIN=$det_bin RESOLUTE_TRIAL_PYTHON=$venv_python \
+    "$venv_python" -m pytest tests/compat ${RESOLUTE_COMPAT_PYTEST_ARGS:-} 2>&1 |
     tee "$logs/compat-$db.log"
   status=${PIPESTATUS[0]}
   set -e

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import pytest
+from determined.common.api import bindings
 from determined.experimental import client
 
 REPO = Path(__file__).resolve().parents[2]
@@ -208,9 +209,9 @@ class DetCli:
         print(f"$ det {' '.join(args)}  (exit {proc.returncode})\n{proc.stdout}{proc.stderr}")
         return proc
 
-    def ok(self, *args: str, input: str = "") -> str:
+    def ok(self, *args: str, input: str = "", timeout: float = 60) -> str:
         """Runs a command that must succeed; returns its stdout."""
-        proc = self(*args, input=input)
+        proc = self(*args, input=input, timeout=timeout)
         assert proc.returncode == 0, (
             f"`det {' '.join(args)}` exited {proc.returncode}\n"
             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
@@ -218,9 +219,9 @@ class DetCli:
         assert "Traceback" not in proc.stderr, proc.stderr
         return proc.stdout
 
-    def fails(self, *args: str, input: str = "") -> str:
+    def fails(self, *args: str, input: str = "", timeout: float = 60) -> str:
         """Runs a command that must fail cleanly (non-zero, no traceback); returns stdout+stderr."""
-        proc = self(*args, input=input)
+        proc = self(*args, input=input, timeout=timeout)
         out = proc.stdout + proc.stderr
         assert proc.returncode != 0, f"`det {' '.join(args)}` should have failed:\n{out}"
         assert "Traceback" not in out, f"`det {' '.join(args)}` crashed instead of failing:\n{out}"
@@ -228,6 +229,62 @@ class DetCli:
 
     def login(self, user: str, password: str = "") -> None:
         self.ok("user", "login", user, input=password + "\n")
+
+
+class Agent:
+    """One `det agent run` child process (the Rust binary) attached to a master, with artificial
+    slots; it runs trials with RESOLUTE_TRIAL_PYTHON (default: the Python running pytest, whose
+    venv scripts/python-env.sh builds with the harness, scikit-learn and, if available, torch)."""
+
+    def __init__(self, master: Master, workdir: Path, slots: int = 4) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path = workdir / "agent.log"
+        cmd = [
+            str(master_binary()),
+            "agent",
+            "run",
+            "--master-host",
+            "127.0.0.1",
+            "--master-port",
+            str(master.port),
+            "--artificial-slots",
+            str(slots),
+            "--python",
+            os.environ.get("RESOLUTE_TRIAL_PYTHON", sys.executable),
+        ]
+        env = {k: v for k, v in os.environ.items() if k not in CLIENT_ENV_VARS + DB_ENV_VARS}
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def wait_registered(self, master: Master, timeout: float = 60.0) -> None:
+        """Polls GET /api/v1/agents (as admin) until an agent with slots is listed."""
+        session = client.Determined(master=master.url, user="admin", password="")._session
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"agent exited with {self.proc.returncode}; log:\n{self.log_tail()}")
+            agents = bindings.get_GetAgents(session).agents or []
+            if any(a.slots for a in agents):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"no agent registered with the master in {timeout} s; agent log:\n{self.log_tail()}")
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
 
 @pytest.fixture(scope="session")
@@ -257,6 +314,17 @@ def isolated_client_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
     # `client.login()` may be called once per process: give every test a fresh SDK singleton.
     monkeypatch.setattr(client, "_determined", None)
     return config
+
+
+@pytest.fixture(scope="session")
+def agent(master: Master, tmp_path_factory: pytest.TempPathFactory):
+    """An agent with 4 artificial slots on the session master, for tests that run trials."""
+    a = Agent(master, tmp_path_factory.mktemp("agent"))
+    try:
+        a.wait_registered(master)
+        yield a
+    finally:
+        a.stop()
 
 
 @pytest.fixture
