@@ -16,6 +16,7 @@ mod runtime_auth;
 mod runtime_checkpoints;
 mod runtime_trials;
 mod tasks;
+mod trial_metrics;
 mod users;
 mod workloads;
 
@@ -68,6 +69,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/experiments/{id}/checkpoints", get(experiment_items::checkpoints))
         .route("/api/v1/experiments/{id}/model_def", get(experiment_items::model_def))
         .route("/api/v1/trials/{id}", get(experiment_items::trial))
+        .route("/api/v1/trials/metrics/trial_metrics", get(trial_metrics::trial_metrics))
+        .route("/api/v1/trials/metrics/training_metrics", get(trial_metrics::training_metrics))
+        .route("/api/v1/trials/metrics/validation_metrics", get(trial_metrics::validation_metrics))
         .route("/agents", get(agents::connect))
         .route("/api/v1/agents", get(agents::list))
         .route("/api/v1/agents/{id}", get(agents::get))

@@ -1,0 +1,87 @@
+//! `GET /api/v1/trials/metrics/trial_metrics` (the SDK's `Trial.iter_metrics`) and the legacy
+//! `…/training_metrics` and `…/validation_metrics`: streams of `{"result": {"metrics": [MetricsReport]}}`.
+
+use axum::extract::State;
+use axum::response::Response;
+use resolute_store::{MetricRecord, TRAINING_GROUP, VALIDATION_GROUP};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::extract::QueryParams;
+use super::ndjson;
+use crate::error::{ApiError, ApiResult};
+use crate::services::Principal;
+use crate::state::AppState;
+
+/// Reports per streamed line, as upstream batches them.
+const BATCH: usize = 1000;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricsQuery {
+    #[serde(default)]
+    trial_ids: Vec<i32>,
+    #[serde(default)]
+    group: Option<String>,
+}
+
+pub async fn trial_metrics(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<MetricsQuery>) -> ApiResult<Response> {
+    let group = q.group.filter(|g| !g.is_empty()).ok_or_else(|| ApiError::invalid("group: give the metric group, e.g. training or validation"))?;
+    stream(state, q.trial_ids, group).await
+}
+
+pub async fn training_metrics(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<MetricsQuery>) -> ApiResult<Response> {
+    stream(state, q.trial_ids, TRAINING_GROUP.to_owned()).await
+}
+
+pub async fn validation_metrics(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<MetricsQuery>) -> ApiResult<Response> {
+    stream(state, q.trial_ids, VALIDATION_GROUP.to_owned()).await
+}
+
+async fn stream(state: AppState, trial_ids: Vec<i32>, group: String) -> ApiResult<Response> {
+    if trial_ids.is_empty() {
+        return Err(ApiError::invalid("trialIds: give at least one trial id"));
+    }
+    // Unknown trials are a 404 before the stream starts.
+    for id in &trial_ids {
+        state.store.trial_by_id(*id).await?;
+    }
+    let (tx, rx) = mpsc::channel(2);
+    tokio::spawn(async move {
+        for id in trial_ids {
+            let reports = match state.store.metrics_for_trial(id, Some(&group), false).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = tx.send(Err(e.into())).await;
+                    return;
+                }
+            };
+            for chunk in reports.chunks(BATCH) {
+                if tx.send(Ok(vec![chunk.to_vec()])).await.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    Ok(ndjson::stream(rx, |chunk: Vec<MetricRecord>| json!({"metrics": chunk.iter().map(report).collect::<Vec<Value>>()})))
+}
+
+/// Upstream keeps validation values under `validation_metrics` and others under `avg_metrics`.
+fn report(r: &MetricRecord) -> Value {
+    let metrics = if r.group == VALIDATION_GROUP {
+        json!({"validation_metrics": r.avg_metrics})
+    } else {
+        json!({"avg_metrics": r.avg_metrics, "batch_metrics": if r.batch_metrics.is_empty() { Value::Null } else { json!(r.batch_metrics) }})
+    };
+    json!({
+        "id": r.id,
+        "trialId": r.trial_id,
+        "trialRunId": r.trial_run_id,
+        "group": r.group,
+        "totalBatches": r.steps_completed,
+        "endTime": r.report_time.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        "metrics": metrics,
+        "archived": r.archived,
+    })
+}
