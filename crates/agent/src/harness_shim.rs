@@ -54,6 +54,11 @@ impl ShimDir {
         self.root.join("python")
     }
 
+    /// A pristine copy of the model definition, for the harness to put into checkpoints.
+    pub fn model_dir(&self) -> PathBuf {
+        self.root.join("model")
+    }
+
     /// `PYTHONPATH` with the shim's `sitecustomize` first.
     pub fn python_path(&self, existing: Option<&str>) -> String {
         let dir = self.python_dir().to_string_lossy().into_owned();
@@ -64,12 +69,17 @@ impl ShimDir {
     }
 
     /// Writes the info files and `sitecustomize.py` for a task whose final environment is `env`.
-    pub fn write(&self, env: &BTreeMap<String, String>, devices: &[Device]) -> Result<(), ShimError> {
+    pub fn write(&self, env: &BTreeMap<String, String>, devices: &[Device], model: Option<&[u8]>) -> Result<(), ShimError> {
         let files = info_files(env, devices)?;
         if self.root.exists() {
             return Err(ShimError::AlreadyExists(self.root.clone()));
         }
-        let result = self.write_files(&files);
+        let mut result = self.write_files(&files);
+        if let (Ok(()), Some(archive)) = (&result, model) {
+            result = crate::workdir::extract_tar_gz(archive, &self.model_dir())
+                .map(|_| ())
+                .map_err(|e| ShimError::Write { path: self.model_dir(), source: std::io::Error::other(e.to_string()) });
+        }
         if result.is_err() {
             let _ = self.remove();
         }
@@ -87,7 +97,7 @@ impl ShimDir {
         }
         // cluster.json holds the task's session token.
         std::fs::DirBuilder::new().mode(0o700).create(&self.root).map_err(io(&self.root))?;
-        for dir in [self.info_dir(), self.python_dir()] {
+        for dir in [self.info_dir(), self.python_dir(), self.model_dir()] {
             std::fs::create_dir(&dir).map_err(io(&dir))?;
         }
         for (name, value) in files {
@@ -172,8 +182,9 @@ fn trial_info(env: &BTreeMap<String, String>) -> Result<Value, ShimError> {
 /// The `sitecustomize.py` that redirects `determined._info` to `info_dir`.
 pub fn sitecustomize_source(info_dir: &Path) -> String {
     // A JSON string is a valid Python string literal.
-    let literal = Value::String(info_dir.to_string_lossy().into_owned()).to_string();
-    SITECUSTOMIZE.replace("@INFO_DIR@", &literal)
+    let literal = |p: &Path| Value::String(p.to_string_lossy().into_owned()).to_string();
+    let model_dir = info_dir.with_file_name("model");
+    SITECUSTOMIZE.replace("@INFO_DIR@", &literal(info_dir)).replace("@MODEL_DIR@", &literal(&model_dir))
 }
 
 const SITECUSTOMIZE: &str = r#"# Written by the Resolute agent for one task. Points determined._info at this task's info files
@@ -182,7 +193,9 @@ const SITECUSTOMIZE: &str = r#"# Written by the Resolute agent for one task. Poi
 import sys
 
 _RESOLUTE_INFO_DIR = @INFO_DIR@
-_RESOLUTE_TARGET = "determined._info"
+# A clean copy of the model definition, which the harness copies into checkpoints (upstream:
+# /run/determined/train/model).
+_RESOLUTE_MODEL_DIR = @MODEL_DIR@
 _RESOLUTE_FILES = (
     ("DEFAULT_CLUSTER_INFO_PATH", "ClusterInfo", "cluster.json"),
     ("DEFAULT_TRIAL_INFO_PATH", "TrialInfo", "trial.json"),
@@ -206,16 +219,24 @@ def _resolute_redirect(module):
                 function.__defaults__ = tuple(new if d == old else d for d in defaults)
 
 
+def _resolute_constants(module):
+    module.MANAGED_TRAINING_MODEL_COPY = _RESOLUTE_MODEL_DIR
+
+
+_RESOLUTE_TARGETS = {"determined._info": _resolute_redirect, "determined.constants": _resolute_constants}
+
+
 class _ResoluteInfoLoader:
-    def __init__(self, loader):
+    def __init__(self, loader, patch):
         self._loader = loader
+        self._patch = patch
 
     def create_module(self, spec):
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
         self._loader.exec_module(module)
-        _resolute_redirect(module)
+        self._patch(module)
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
@@ -223,7 +244,8 @@ class _ResoluteInfoLoader:
 
 class _ResoluteInfoFinder:
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != _RESOLUTE_TARGET:
+        patch = _RESOLUTE_TARGETS.get(fullname)
+        if patch is None:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -231,15 +253,15 @@ class _ResoluteInfoFinder:
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _ResoluteInfoLoader(spec.loader)
+                    spec.loader = _ResoluteInfoLoader(spec.loader, patch)
                 return spec
         return None
 
 
-if _RESOLUTE_TARGET in sys.modules:
-    _resolute_redirect(sys.modules[_RESOLUTE_TARGET])
-else:
-    sys.meta_path.insert(0, _ResoluteInfoFinder())
+for _name, _patch in _RESOLUTE_TARGETS.items():
+    if _name in sys.modules:
+        _patch(sys.modules[_name])
+sys.meta_path.insert(0, _ResoluteInfoFinder())
 
 
 def _resolute_chain():

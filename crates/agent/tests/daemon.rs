@@ -339,7 +339,7 @@ fn sitecustomize_is_lazy_and_chains() {
     let work_dir = root.path().join("t/t.a");
     let shim = ShimDir::for_work_dir(&work_dir);
     let env = BTreeMap::from([("DET_TASK_TYPE".to_string(), "COMMAND".to_string()), ("DET_MASTER".to_string(), "http://m:1".to_string())]);
-    shim.write(&env, &[]).unwrap();
+    shim.write(&env, &[], None).unwrap();
     assert!(shim.info_dir().join("cluster.json").is_file() && !shim.info_dir().join("trial.json").exists());
 
     let packages = root.path().join("packages");

@@ -95,12 +95,9 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path) -
 /// to the same address, unless the master already chose one.
 pub(crate) fn add_master_address(env: &mut BTreeMap<String, String>, host: &str, port: u16) {
     let url = format!("http://{host}:{port}");
-    for (name, value) in [
-        ("DET_MASTER", url.clone()),
-        ("DET_MASTER_ADDR", url),
-        ("DET_MASTER_HOST", host.to_owned()),
-        ("DET_MASTER_PORT", port.to_string()),
-    ] {
+    for (name, value) in
+        [("DET_MASTER", url.clone()), ("DET_MASTER_ADDR", url), ("DET_MASTER_HOST", host.to_owned()), ("DET_MASTER_PORT", port.to_string())]
+    {
         env.entry(name.to_owned()).or_insert(value);
     }
 }
@@ -109,8 +106,8 @@ pub(crate) fn add_master_address(env: &mut BTreeMap<String, String>, host: &str,
 pub(crate) async fn launch(runtime: Runtime, launch: Launch) -> Result<u32, String> {
     let Launch { spec, shim } = launch;
     let env = final_environment(&runtime, &spec)?;
-    let (devices, writer) = (spec.devices.clone(), shim.clone());
-    tokio::task::spawn_blocking(move || writer.write(&env, &devices))
+    let (devices, writer, model) = (spec.devices.clone(), shim.clone(), spec.work_dir_archive.clone());
+    tokio::task::spawn_blocking(move || writer.write(&env, &devices, model.as_deref()))
         .await
         .map_err(|e| format!("writing the harness info was interrupted: {e}"))?
         .map_err(|e| e.to_string())?;

@@ -70,6 +70,27 @@ pub async fn checkpoints(
     Path(id): Path<String>,
     QueryParams(q): QueryParams<GetExperimentCheckpointsQuery>,
 ) -> ApiResult<Json<GetExperimentCheckpointsResponse>> {
+    let (query, offset, limit) = checkpoint_query(q);
+    let page = state.experiments.checkpoints(parse_id(&id, "id")?, query).await?;
+    let pagination = wire::pagination(offset, limit, &page);
+    Ok(Json(GetExperimentCheckpointsResponse { checkpoints: page.items.into_iter().map(wire::checkpoint).collect(), pagination }))
+}
+
+/// `GET /api/v1/trials/{trialId}/checkpoints` (the SDK's `Trial.list_checkpoints`): same query and
+/// response shape as the experiment's.
+pub async fn trial_checkpoints(
+    State(state): State<AppState>,
+    _caller: Principal,
+    Path(id): Path<String>,
+    QueryParams(q): QueryParams<GetExperimentCheckpointsQuery>,
+) -> ApiResult<Json<GetExperimentCheckpointsResponse>> {
+    let (query, offset, limit) = checkpoint_query(q);
+    let page = state.experiments.trial_checkpoints(parse_id(&id, "trialId")?, query).await?;
+    let pagination = wire::pagination(offset, limit, &page);
+    Ok(Json(GetExperimentCheckpointsResponse { checkpoints: page.items.into_iter().map(wire::checkpoint).collect(), pagination }))
+}
+
+fn checkpoint_query(q: GetExperimentCheckpointsQuery) -> (CheckpointListQuery, i32, i32) {
     let sort = match q.sort_by_attr {
         None | Some(CheckpointSortBy::Unspecified) => None,
         Some(CheckpointSortBy::Uuid) => Some(CheckpointSort::Uuid),
@@ -92,10 +113,9 @@ pub async fn checkpoints(
         states: q.states.iter().map(|s| s.name().to_owned()).collect(),
         offset: i64::from(offset),
         limit: i64::from(limit),
+        trial_id: None,
     };
-    let page = state.experiments.checkpoints(parse_id(&id, "id")?, query).await?;
-    let pagination = wire::pagination(offset, limit, &page);
-    Ok(Json(GetExperimentCheckpointsResponse { checkpoints: page.items.into_iter().map(wire::checkpoint).collect(), pagination }))
+    (query, offset, limit)
 }
 
 #[utoipa::path(get, path = "/api/v1/experiments/{experimentId}/model_def", tag = "Experiments", params(("experimentId" = i32, Path)),

@@ -69,6 +69,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/experiments/{id}/checkpoints", get(experiment_items::checkpoints))
         .route("/api/v1/experiments/{id}/model_def", get(experiment_items::model_def))
         .route("/api/v1/trials/{id}", get(experiment_items::trial))
+        .route("/api/v1/trials/{id}/checkpoints", get(experiment_items::trial_checkpoints))
         .route("/api/v1/trials/metrics/trial_metrics", get(trial_metrics::trial_metrics))
         .route("/api/v1/trials/metrics/training_metrics", get(trial_metrics::training_metrics))
         .route("/api/v1/trials/metrics/validation_metrics", get(trial_metrics::validation_metrics))
@@ -87,7 +88,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/runs/start", post(runtime_trials::prepare_run))
         .route("/api/v1/tasks/{id}/context_directory", get(runtime_trials::context_directory))
         .route("/api/v1/task/logs", post(runtime_allocations::post_logs))
-        .route("/api/v1/checkpoints", post(runtime_checkpoints::report).patch(runtime_checkpoints::patch).delete(checkpoint_download::delete))
+        .route(
+            "/api/v1/checkpoints",
+            post(runtime_checkpoints::report).patch(runtime_checkpoints::patch).delete(checkpoint_download::delete),
+        )
         .route("/api/v1/checkpoints/{uuid}", get(runtime_checkpoints::get))
         .route("/api/v1/allocations/{id}/signals/preemption", get(runtime_allocations::preemption))
         .route("/api/v1/allocations/{id}/signals/ack_preemption", post(runtime_allocations::ack_preemption))

@@ -26,16 +26,29 @@ pub struct MetricsQuery {
     group: Option<String>,
 }
 
-pub async fn trial_metrics(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<MetricsQuery>) -> ApiResult<Response> {
-    let group = q.group.filter(|g| !g.is_empty()).ok_or_else(|| ApiError::invalid("group: give the metric group, e.g. training or validation"))?;
+pub async fn trial_metrics(
+    State(state): State<AppState>,
+    _caller: Principal,
+    QueryParams(q): QueryParams<MetricsQuery>,
+) -> ApiResult<Response> {
+    let group =
+        q.group.filter(|g| !g.is_empty()).ok_or_else(|| ApiError::invalid("group: give the metric group, e.g. training or validation"))?;
     stream(state, q.trial_ids, group).await
 }
 
-pub async fn training_metrics(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<MetricsQuery>) -> ApiResult<Response> {
+pub async fn training_metrics(
+    State(state): State<AppState>,
+    _caller: Principal,
+    QueryParams(q): QueryParams<MetricsQuery>,
+) -> ApiResult<Response> {
     stream(state, q.trial_ids, TRAINING_GROUP.to_owned()).await
 }
 
-pub async fn validation_metrics(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<MetricsQuery>) -> ApiResult<Response> {
+pub async fn validation_metrics(
+    State(state): State<AppState>,
+    _caller: Principal,
+    QueryParams(q): QueryParams<MetricsQuery>,
+) -> ApiResult<Response> {
     stream(state, q.trial_ids, VALIDATION_GROUP.to_owned()).await
 }
 

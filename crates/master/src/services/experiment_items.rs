@@ -37,6 +37,8 @@ pub struct CheckpointListQuery {
     pub states: Vec<String>,
     pub offset: i64,
     pub limit: i64,
+    /// Only this trial's (`GET /api/v1/trials/{id}/checkpoints`).
+    pub trial_id: Option<i32>,
 }
 
 /// A trial with its most recent validation report, when fetched alone.
@@ -80,6 +82,13 @@ impl ExperimentService {
         Ok(TrialView { record, latest_validation })
     }
 
+    /// A trial's checkpoints, with the same sorting as its experiment's.
+    pub async fn trial_checkpoints(&self, trial_id: i32, mut q: CheckpointListQuery) -> ApiResult<ListPage<CheckpointView>> {
+        let trial = self.store.trial_by_id(trial_id).await?;
+        q.trial_id = Some(trial_id);
+        self.checkpoints(trial.experiment_id, q).await
+    }
+
     pub async fn checkpoints(&self, experiment_id: i32, q: CheckpointListQuery) -> ApiResult<ListPage<CheckpointView>> {
         let experiment = self.store.experiment_by_id(experiment_id).await?;
         let (metric, smaller_is_better) = searcher_metric(&experiment.config);
@@ -99,8 +108,15 @@ impl ExperimentService {
             (None, CheckpointSort::SearcherMetric) if !smaller_is_better => OrderDirection::Desc,
             (None, _) => OrderDirection::Asc,
         };
-        let mut filter =
-            CheckpointFilter { experiment_id: Some(experiment_id), trial_id: None, states: q.states, sort, order, offset: 0, limit: None };
+        let mut filter = CheckpointFilter {
+            experiment_id: Some(experiment_id),
+            trial_id: q.trial_id,
+            states: q.states,
+            sort,
+            order,
+            offset: 0,
+            limit: None,
+        };
         filter.offset = if q.offset < 0 {
             let total = self.store.list_checkpoints(&CheckpointFilter { limit: Some(0), ..filter.clone() }).await?.total;
             window(q.offset, q.limit, total).0

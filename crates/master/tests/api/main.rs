@@ -3,19 +3,19 @@
 
 mod auth;
 mod bad_input;
-mod cluster_loop;
 mod checkpoint_files;
+mod cluster_loop;
 mod context;
 mod experiment_actions;
 mod experiment_lists;
 mod experiments;
 mod harness;
 mod info;
+mod logs;
 mod runtime_allocations;
 mod runtime_checkpoints;
 mod runtime_support;
 mod runtime_trials;
-mod logs;
 mod seed;
 mod tasks;
 mod users;
