@@ -1,21 +1,34 @@
 #!/usr/bin/env bash
-# Builds `det`, starts a local cluster (SQLite, data under $XDG_DATA_HOME/resolute) and walks through
-# the user workflow of the seed documents: log in, create a user, list users.
+# Builds `det`, starts a local cluster (master + one agent; SQLite, data under
+# $XDG_DATA_HOME/resolute), and runs the seed-001 workflow: log in, train the Iris classifier
+# (examples/iris, Core API) to completion while following its logs, list its checkpoints and
+# download the best one.
+#
+# The agent runs trials with the Python of .venv (scripts/python-env.sh: the upstream
+# determined==0.38.1 harness, scikit-learn, and Debian's CPU torch when installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release -p resolute-cli
-det=target/release/det
+det=$PWD/target/release/det
+venv_python=$(scripts/python-env.sh .venv)
 export DET_MASTER=${DET_MASTER:-http://localhost:8080}
 port=${DET_MASTER##*:}
 
-"$det" deploy local cluster-up --master-port "$port"
+DET_PYTHON=$venv_python "$det" deploy local cluster-up --master-port "$port" --no-gpu
 "$det" master info
-echo "" | "$det" user login admin
-"$det" user whoami
-if ! "$det" user list --all | grep -qw demo-user; then
-  "$det" user create demo-user --password 'DemoPass1'
-fi
-"$det" user list
+echo "" | "$det" user login determined
+for _ in $(seq 1 50); do
+  "$det" agent list | grep -q . && "$det" slot list | grep -qv FREE_NONE && break
+  sleep 0.2
+done
+"$det" agent list
+"$det" experiment create examples/iris/const.yaml examples/iris -f
+id=$("$det" experiment list --json | "$venv_python" -c 'import json,sys; print(max(e["id"] for e in json.load(sys.stdin)))')
+"$det" experiment describe "$id"
+"$det" experiment list-checkpoints "$id" --best 1
+uuid=$("$det" experiment list-checkpoints "$id" --best 1 --json | "$venv_python" -c 'import json,sys; d=json.load(sys.stdin); print((d.get("checkpoints") or d)[0]["uuid"])')
+"$det" checkpoint download "$uuid" -o "demo-checkpoint-$id"
+ls "demo-checkpoint-$id"
 echo
-echo "The master is still running at $DET_MASTER. Stop it with: $det deploy local cluster-down"
+echo "The cluster is still running at $DET_MASTER. Stop it with: $det deploy local cluster-down"

@@ -33,8 +33,8 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long queued messages may take to reach the master when the agent stops.
 const FINAL_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The version the agent reports.
-pub const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The version agents report: the upstream release whose protocol this speaks, as `det agent list` shows it.
+pub const AGENT_VERSION: &str = resolute_api::DETERMINED_VERSION;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {

@@ -33,6 +33,10 @@ const ARCHIVE: &str = "UPDATE metrics SET archived = TRUE WHERE trial_id = $1 AN
 const LIVE_METRICS: &str =
     "SELECT metric_group, steps_completed, body FROM metrics WHERE trial_id = $1 AND archived = FALSE ORDER BY steps_completed, id";
 
+/// The harness ships metrics from a background thread, so a checkpoint may be reported before the
+/// validation at its step; the validation then gives it its searcher metric (what GC ranks by).
+const BACKFILL_CHECKPOINT_METRIC: &str =
+    "UPDATE checkpoints SET searcher_metric = $3 WHERE trial_id = $1 AND steps_completed = $2 AND searcher_metric IS NULL";
 const SAVE_TRIAL: &str = "UPDATE trials SET summary_metrics = $2, total_batches = $3, best_validation = $4 WHERE id = $1";
 
 #[derive(sqlx::FromRow)]
@@ -110,12 +114,17 @@ impl TrialTotals {
     }
 
     fn offer_validation(&mut self, report: &NewMetricReport) {
-        let Some(searcher) = &report.searcher_metric else { return };
-        let Some(value) = report.avg_metrics.get(&searcher.name).and_then(Value::as_f64) else { return };
+        let (Some(searcher), Some(value)) = (&report.searcher_metric, searcher_value(report)) else { return };
         if self.best_validation.is_none_or(|best| is_better(value, best, searcher.smaller_is_better)) {
             self.best_validation = Some(value);
         }
     }
+}
+
+/// The report's value of the searcher metric, when it names one and holds it as a number.
+fn searcher_value(report: &NewMetricReport) -> Option<f64> {
+    let searcher = report.searcher_metric.as_ref()?;
+    report.avg_metrics.get(&searcher.name).and_then(Value::as_f64)
 }
 
 fn is_better(candidate: f64, incumbent: f64, smaller_is_better: bool) -> bool {
@@ -191,6 +200,9 @@ impl SqlStore {
                 }
                 for r in reports.iter().filter(|r| r.trial_id == id) {
                     t.offer_validation(r);
+                    if let Some(value) = searcher_value(r) {
+                        sqlx::query(BACKFILL_CHECKPOINT_METRIC).bind(id).bind(r.steps_completed).bind(value).execute(&mut *tx).await?;
+                    }
                 }
                 sqlx::query(SAVE_TRIAL)
                     .bind(id)

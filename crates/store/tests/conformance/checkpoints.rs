@@ -209,3 +209,18 @@ pub async fn failing_checkpoint_batch_writes_nothing(store: &dyn Store) {
     store.report_checkpoints(&[checkpoint(&t, "ok", 1, None)]).await.unwrap();
     assert_eq!(store.list_checkpoints(&all).await.unwrap().total, 1, "the store is usable afterwards");
 }
+
+pub async fn late_validation_gives_checkpoint_its_metric(store: &dyn Store) {
+    let e = experiment(store, "ckpt-late").await;
+    let t = trial(store, e.id, 1).await;
+    // The harness ships metrics from a background thread: the checkpoint can arrive first.
+    store.report_checkpoint(checkpoint(&t, "early", 500, None)).await.unwrap();
+    store.report_checkpoint(checkpoint(&t, "kept", 400, Some(0.9))).await.unwrap();
+    let mut validation = crate::fixtures::report(t.id, 1, "validation", 500, json!({"loss": 0.25}));
+    validation.searcher_metric = Some(resolute_store::SearcherMetric { name: "loss".into(), smaller_is_better: true });
+    let mut other = crate::fixtures::report(t.id, 1, "validation", 400, json!({"loss": 0.5}));
+    other.searcher_metric = validation.searcher_metric.clone();
+    store.insert_metrics(&[validation, other]).await.unwrap();
+    assert_eq!(store.checkpoint_by_uuid("early").await.unwrap().searcher_metric, Some(0.25));
+    assert_eq!(store.checkpoint_by_uuid("kept").await.unwrap().searcher_metric, Some(0.9), "a known metric is not overwritten");
+}

@@ -51,6 +51,7 @@ harness::conformance!(checkpoints::state_and_resources_updates);
 harness::conformance!(checkpoints::list_sorts_searcher_metric_nulls_last);
 harness::conformance!(checkpoints::gc_policy_selects_upstream_victims);
 harness::conformance!(checkpoints::failing_checkpoint_batch_writes_nothing);
+harness::conformance!(checkpoints::late_validation_gives_checkpoint_its_metric);
 harness::conformance!(logs::batch_insert_and_follow);
 harness::conformance!(logs::every_filter_selects_matching_lines);
 harness::conformance!(tasks::create_get_and_list);
