@@ -1,6 +1,6 @@
 //! Agents joining, reporting and leaving, and the view of them the HTTP layer reads.
 
-use resolute_api::agent_protocol::{AgentConnectQuery, AgentOptions, AgentStarted, AgentToMaster, MasterToAgent, TaskState};
+use resolute_api::agent_protocol::{AgentConnectQuery, AgentOptions, AgentStarted, AgentToMaster, MasterToAgent, TaskExitInfo, TaskState};
 use resolute_scheduler::{AgentSpec, DeviceType, SlotSpec};
 use tokio::sync::mpsc;
 
@@ -64,7 +64,7 @@ impl Orchestrator {
             AgentToMaster::AgentStarted(started) => self.agent_started(agent_id, started).await,
             AgentToMaster::TaskStateChanged(change) => match change.state {
                 TaskState::Terminated => {
-                    let exit = change.exit.unwrap_or(resolute_api::agent_protocol::TaskExitInfo {
+                    let exit = change.exit.unwrap_or(TaskExitInfo {
                         exit_code: None,
                         signal: None,
                         failure: Some("the agent reported no exit status".to_owned()),
@@ -101,21 +101,10 @@ impl Orchestrator {
             tracing::info!(agent = %agent_id, pool = %pool, slots = started.devices.len(), "agent registered");
         }
         // Containers the master expected there that the agent no longer has are lost.
-        let lost: Vec<(String, String)> = self
-            .allocations
-            .values()
-            .flat_map(|a| a.containers.iter().map(move |c| (a.id.clone(), c)))
-            .filter(|(_, c)| c.agent_id == agent_id && !started.tasks_reattached.contains(&c.container_id))
-            .filter(|_| was_started)
-            .map(|(a, c)| (a, c.container_id.clone()))
-            .collect();
-        for (allocation_id, container_id) in lost {
-            let exit = resolute_api::agent_protocol::TaskExitInfo {
-                exit_code: None,
-                signal: None,
-                failure: Some(format!("the process was lost when agent {agent_id} reconnected")),
-            };
-            self.container_exited(&allocation_id, &container_id, exit).await?;
+        if was_started {
+            let kept = started.tasks_reattached;
+            let failure = format!("the process was lost when agent {agent_id} reconnected");
+            self.fail_containers(agent_id, |c| !kept.contains(c), &failure).await?;
         }
         Ok(())
     }
@@ -143,19 +132,21 @@ impl Orchestrator {
         if agent.started {
             self.pool(&agent.resource_pool).remove_agent(&agent_id.into())?;
         }
-        let lost: Vec<(String, String)> = self
+        self.fail_containers(agent_id, |_| true, &format!("agent {agent_id} was lost")).await?;
+        Ok(())
+    }
+
+    /// Ends, as failed runs, the containers on `agent_id` that `lost` selects (by container id).
+    async fn fail_containers(&mut self, agent_id: &str, lost: impl Fn(&String) -> bool, failure: &str) -> LoopResult<()> {
+        let doomed: Vec<(String, String)> = self
             .allocations
             .values()
             .flat_map(|a| a.containers.iter().map(move |c| (a.id.clone(), c)))
-            .filter(|(_, c)| c.agent_id == agent_id)
+            .filter(|(_, c)| c.agent_id == agent_id && lost(&c.container_id))
             .map(|(a, c)| (a, c.container_id.clone()))
             .collect();
-        for (allocation_id, container_id) in lost {
-            let exit = resolute_api::agent_protocol::TaskExitInfo {
-                exit_code: None,
-                signal: None,
-                failure: Some(format!("agent {agent_id} was lost")),
-            };
+        for (allocation_id, container_id) in doomed {
+            let exit = TaskExitInfo { exit_code: None, signal: None, failure: Some(failure.to_owned()) };
             self.container_exited(&allocation_id, &container_id, exit).await?;
         }
         Ok(())
