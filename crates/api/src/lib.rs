@@ -15,6 +15,7 @@ pub mod int64;
 pub mod logs;
 pub mod master;
 pub mod pagination;
+pub mod preview;
 pub mod runtime;
 pub mod tasks;
 pub mod trials;

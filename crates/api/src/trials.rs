@@ -105,6 +105,10 @@ pub struct Trial {
     pub summary_metrics: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm_start_checkpoint_uuid: Option<String>,
+    /// Why the trial ended when it was not by finishing its own training (e.g. "stopped early by
+    /// the searcher"). Not an upstream field; upstream clients ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<String>,
 }
 
 /// Query parameters of `GET /api/v1/experiments/{id}/trials`.

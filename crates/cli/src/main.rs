@@ -11,6 +11,7 @@ use resolute_cli::commands::checkpoint::{self, CheckpointCommand};
 use resolute_cli::commands::deploy::{self, DeployArgs};
 use resolute_cli::commands::experiment::{self, ExperimentCommand};
 use resolute_cli::commands::master::{self, MasterCommand};
+use resolute_cli::commands::preview::{self, PreviewArgs};
 use resolute_cli::commands::slot::{self, SlotCommand};
 use resolute_cli::commands::task::{self, TaskCommand};
 use resolute_cli::commands::trial::{self, TrialCommand};
@@ -92,6 +93,8 @@ enum Command {
         #[command(subcommand)]
         command: Option<SlotCommand>,
     },
+    /// preview search
+    PreviewSearch(PreviewArgs),
 }
 
 fn main() -> ExitCode {
@@ -123,6 +126,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Task { command } => task::run(&globals, command)?,
         Command::Agent { command } => agent::run(&globals, command)?,
         Command::Slot { command } => slot::run(&globals, command)?,
+        Command::PreviewSearch(args) => preview::run(&globals, args)?,
         Command::Master { command: MasterCommand::Run(_) } | Command::Deploy(_) => {}
     }
     Ok(())

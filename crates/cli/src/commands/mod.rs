@@ -9,6 +9,7 @@ pub mod experiment_create;
 pub mod experiment_views;
 mod local_agents;
 pub mod master;
+pub mod preview;
 pub mod slot;
 pub mod task;
 pub mod trial;

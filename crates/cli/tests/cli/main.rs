@@ -14,6 +14,7 @@ use tempfile::TempDir;
 mod experiments;
 mod fake_endpoints;
 mod fake_master;
+mod preview;
 
 const DET: &str = env!("CARGO_BIN_EXE_det");
 

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::orchestrator::{LoopError, LoopResult, Orchestrator};
 use super::runs::{ExperimentRun, TrialRun};
-use super::search_config::{length_unit, searcher_config, time_progress};
+use super::search_config::{full_length, length_unit, searcher_config, time_progress};
 use crate::services::experiment_state::ExperimentState;
 
 /// Trial states that are over.
@@ -77,6 +77,7 @@ impl Orchestrator {
             .config;
         let search = searcher_config(&config);
         let unit = length_unit(&search);
+        let full = full_length(&search);
         let snapshot = self.store.searcher_snapshot(record.id).await?;
         let fresh = snapshot.is_none();
         let searcher = match &snapshot {
@@ -93,6 +94,8 @@ impl Orchestrator {
             job_id: record.job_id.clone(),
             searcher,
             length_unit: unit,
+            full_length: full,
+            progress: Default::default(),
             search_over: None,
             search_started: false,
             trials: Default::default(),
@@ -228,9 +231,16 @@ impl Orchestrator {
         let Some(trial_id) = self.experiments.get(&experiment_id).and_then(|e| e.trials.get(&request_id)).copied() else {
             return Ok(Vec::new());
         };
+        // ASHA also stops the trials that reached the top rung: those finished, they were not cut short.
+        let finished = self
+            .experiments
+            .get(&experiment_id)
+            .is_some_and(|e| e.full_length.is_some_and(|full| e.progress.get(&request_id).is_some_and(|&p| p >= full)));
         let Some(trial) = self.trials.get_mut(&trial_id) else { return Ok(Vec::new()) };
         trial.searcher_stopped = true;
-        self.store.set_trial_end_reason(trial_id, Some("stopped early by the searcher")).await?;
+        if !finished {
+            self.store.set_trial_end_reason(trial_id, Some("stopped early by the searcher")).await?;
+        }
         match trial.allocation.clone() {
             Some(allocation_id) if self.allocations.get(&allocation_id).is_some_and(|a| !a.containers.is_empty()) => {
                 tracing::info!(trial = trial_id, "searcher stopped the trial; signalling it to checkpoint and exit");
@@ -366,6 +376,7 @@ impl Orchestrator {
             return Ok(());
         };
         let progress = time_progress(exp.length_unit.as_ref(), metrics, steps_completed);
+        exp.progress.insert(request_id, progress);
         let ops = exp.searcher.validation_completed(request_id, value, progress)?;
         self.apply_operations(experiment_id, ops).await
     }

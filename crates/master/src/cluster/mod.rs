@@ -10,7 +10,7 @@ mod exit;
 mod experiment_flow;
 mod orchestrator;
 mod runs;
-mod search_config;
+pub(crate) mod search_config;
 mod signals;
 mod task_env;
 mod trial_flow;

@@ -23,6 +23,11 @@ pub(super) struct ExperimentRun {
     pub job_id: String,
     pub searcher: Searcher,
     pub length_unit: Option<LengthUnit>,
+    /// The whole training length a trial of this search gets, in `length_unit` (`None` for PBT,
+    /// whose stops are all early, and for searches without a length).
+    pub full_length: Option<u64>,
+    /// Each trial's latest validated progress, in `length_unit`.
+    pub progress: BTreeMap<RequestId, u64>,
     /// Set once the searcher said `Shutdown`: whether the search failed.
     pub search_over: Option<bool>,
     /// `initial_operations` ran (now or before a master restart).

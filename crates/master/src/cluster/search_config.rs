@@ -78,6 +78,19 @@ pub fn length_unit(config: &SearcherConfig) -> Option<LengthUnit> {
     Some(length.unit)
 }
 
+/// The length a trial trains when the searcher never cuts it short; `None` for PBT (every stop
+/// ends a round early) and for searches that set no length.
+pub fn full_length(config: &SearcherConfig) -> Option<u64> {
+    match &config.method {
+        MethodConfig::Single { length } => length.as_ref().map(|l| l.units),
+        MethodConfig::Random(c) => c.length.as_ref().map(|l| l.units),
+        MethodConfig::Grid(c) => c.length.as_ref().map(|l| l.units),
+        MethodConfig::AdaptiveAsha(c) => Some(c.length.units),
+        MethodConfig::AsyncHalving(c) => Some(c.length.units),
+        MethodConfig::Pbt(_) => None,
+    }
+}
+
 /// A validation's training progress in the searcher's unit: the reported time metric when the
 /// report has it (0.38's `time_metric`, or the harness's `batches`/`epochs`/`records` keys for a
 /// legacy `max_length`), else the steps (batches) completed.
@@ -167,6 +180,7 @@ mod tests {
         assert_eq!(a.max_trials, 8);
         assert!(!s.smaller_is_better);
         assert_eq!(s.experiment_seed, c.reproducibility.experiment_seed);
+        assert_eq!(full_length(&s), Some(64));
     }
 
     #[test]

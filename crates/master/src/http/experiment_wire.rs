@@ -92,6 +92,7 @@ pub fn trial(t: TrialRecord, latest_validation: Option<MetricRecord>) -> Trial {
         task_id: t.task_id,
         summary_metrics: t.summary_metrics,
         warm_start_checkpoint_uuid: None,
+        end_reason: t.end_reason,
     }
 }
 

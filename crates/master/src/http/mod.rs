@@ -11,6 +11,7 @@ mod info;
 mod logs;
 mod ndjson;
 mod openapi;
+mod preview;
 mod runtime_allocations;
 mod runtime_auth;
 mod runtime_checkpoints;
@@ -57,6 +58,7 @@ pub fn router(state: AppState) -> Router {
                 .layer::<_, Infallible>(DefaultBodyLimit::max(MAX_EXPERIMENT_BODY_BYTES))
                 .layer::<_, Infallible>(Extension(BodyLimit(MAX_EXPERIMENT_BODY_BYTES))),
         )
+        .route("/api/v1/preview-hp-search", post(preview::preview_hp_search))
         .route("/api/v1/experiments/{id}", get(experiments::get).patch(experiments::patch).delete(experiments::delete))
         .route("/api/v1/experiments/{id}/activate", post(experiments::activate))
         .route("/api/v1/experiments/{id}/pause", post(experiments::pause))

@@ -10,6 +10,7 @@ use utoipa::{Modify, OpenApi};
     paths(
         super::info::info,
         super::info::get_master,
+        super::preview::preview_hp_search,
         super::auth::login,
         super::auth::logout,
         super::auth::me,

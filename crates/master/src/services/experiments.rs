@@ -144,7 +144,7 @@ impl ExperimentService {
     }
 
     /// Parses, defaults and validates; every error in one message, each with its field path.
-    fn validate_config(&self, text: &str) -> ApiResult<ExperimentConfig> {
+    pub(crate) fn validate_config(&self, text: &str) -> ApiResult<ExperimentConfig> {
         let seed = u32::try_from(db_now().timestamp().rem_euclid(i64::from(u32::MAX))).unwrap_or(0);
         let defaults = Defaults::new(seed).with_checkpoint_storage(self.checkpoint_storage.clone());
         match parse_experiment_config(text, &defaults) {
