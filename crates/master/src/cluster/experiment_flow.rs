@@ -141,7 +141,13 @@ impl Orchestrator {
                 Operation::Create { request_id, trial_seed, hparams, checkpoint_from } => {
                     self.create_trial(experiment_id, request_id, trial_seed, hparams, checkpoint_from).await?
                 }
-                Operation::Stop { request_id } => self.searcher_stop(experiment_id, request_id).await?,
+                Operation::Stop { request_id } => self.searcher_stop(experiment_id, request_id, true).await?,
+                // PBT closes a member at the end of its round, which the training code does not
+                // know about: stop it the same way. Other searchers close trials that reached their
+                // length and are finishing anyway.
+                Operation::Close { request_id } if self.is_pbt(experiment_id) => {
+                    self.searcher_stop(experiment_id, request_id, false).await?
+                }
                 Operation::Close { .. } => Vec::new(),
                 Operation::Shutdown { failure } => {
                     if let Some(exp) = self.experiments.get_mut(&experiment_id) {
@@ -227,7 +233,12 @@ impl Orchestrator {
         Ok(ops)
     }
 
-    async fn searcher_stop(&mut self, experiment_id: i32, request_id: RequestId) -> LoopResult<Vec<Operation>> {
+    fn is_pbt(&self, experiment_id: i32) -> bool {
+        self.experiments.get(&experiment_id).is_some_and(|e| matches!(e.searcher.config().method, resolute_searcher::MethodConfig::Pbt(_)))
+    }
+
+    /// Stops a trial gracefully for the searcher; `early` when it may be cut short of its length.
+    async fn searcher_stop(&mut self, experiment_id: i32, request_id: RequestId, early: bool) -> LoopResult<Vec<Operation>> {
         let Some(trial_id) = self.experiments.get(&experiment_id).and_then(|e| e.trials.get(&request_id)).copied() else {
             return Ok(Vec::new());
         };
@@ -238,7 +249,7 @@ impl Orchestrator {
             .is_some_and(|e| e.full_length.is_some_and(|full| e.progress.get(&request_id).is_some_and(|&p| p >= full)));
         let Some(trial) = self.trials.get_mut(&trial_id) else { return Ok(Vec::new()) };
         trial.searcher_stopped = true;
-        if !finished {
+        if early && !finished {
             self.store.set_trial_end_reason(trial_id, Some("stopped early by the searcher")).await?;
         }
         match trial.allocation.clone() {
