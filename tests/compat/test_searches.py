@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 import pytest
 
 from conftest import Agent, DetCli, Master, master_binary
-from experiments import IRIS, ExpState, create, sdk, trial_logs, wait_state, write_config
+from experiments import IRIS, MNIST, ExpState, create, sdk, trial_logs, wait_state, write_config
 
 pytestmark = pytest.mark.experiments
 
@@ -113,3 +113,26 @@ def test_preview_search_with_both_clis(master: Master, det: DetCli, tmp_path: Pa
     bad.write_text("entrypoint: python3 x.py\nsearcher: {name: random, metric: loss, max_trials: -1}\n")
     out = det.fails("preview-search", str(bad))
     assert "max_trials" in out, out
+
+
+@pytest.mark.slow
+def test_mnist_pytorch_adaptive_search(master: Master, agent: Agent, tmp_path: Path) -> None:
+    """Seed 004's `adaptive.yaml` for the PyTorchTrial example, scaled down for CI."""
+    from test_experiments import trial_python_has_torch
+
+    if not trial_python_has_torch():
+        pytest.skip("no torch in the trial Python: apt-get install --no-install-recommends python3-torch, then scripts/python-env.sh")
+    det = DetCli(master.url, tmp_path / "det-config")
+    config = write_config(
+        MNIST / "adaptive.yaml",
+        tmp_path / "adaptive.yaml",
+        tmp_path / "checkpoints",
+        searcher={"max_trials": 4, "max_length": {"batches": 100}, "mode": "aggressive", "max_concurrent_trials": 4},
+        min_validation_period={"batches": 25},
+    )
+    exp_id = create(det, config, MNIST)
+    wait_state(sdk(master).get_experiment(exp_id), {ExpState.COMPLETED}, timeout=300, context="(mnist adaptive)")
+    trials = rest_trials(master, exp_id)
+    assert len(trials) == 4, [t["id"] for t in trials]
+    assert all(t["state"] == "STATE_COMPLETED" for t in trials), [(t["id"], t["state"]) for t in trials]
+    assert any(t["totalBatchesProcessed"] == 100 for t in trials), [(t["id"], t["totalBatchesProcessed"]) for t in trials]
