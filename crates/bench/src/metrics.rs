@@ -81,7 +81,7 @@ impl MetricsReport {
             println!("\nFirst error: {e}");
         }
         println!(
-            "\nStored check: trial 1 lists {} training reports; {} were acknowledged (warm-up included).",
+            "\nStored check: the first trial lists {} training reports; {} were acknowledged (warm-up included).",
             self.stored_first_trial, self.sent_first_trial
         );
         println!();
