@@ -14,11 +14,8 @@ pub const SINGLE_CONFIG: &str = "name: bench\nentrypoint: python3 train.py\n\
 
 /// Logs in as `admin` (blank password, as the upstream client sends it) and returns the token.
 pub async fn login(http: &reqwest::Client, base: &str) -> Result<String> {
-    let resp = http
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&json!({"username": "admin", "password": "", "isHashed": true}))
-        .send()
-        .await?;
+    let resp =
+        http.post(format!("{base}/api/v1/auth/login")).json(&json!({"username": "admin", "password": "", "isHashed": true})).send().await?;
     let status = resp.status();
     let body: Value = resp.json().await.context("login response is not JSON")?;
     match body.get("token").and_then(|t| t.as_str()) {
@@ -60,7 +57,14 @@ pub async fn get_json(http: &reqwest::Client, url: &str, token: &str) -> Result<
 }
 
 /// Polls the experiment every `every` until its state is `want`; returns when it was seen.
-pub async fn wait_experiment_state(http: &reqwest::Client, base: &str, token: &str, id: i64, want: &str, every: Duration) -> Result<Instant> {
+pub async fn wait_experiment_state(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    id: i64,
+    want: &str,
+    every: Duration,
+) -> Result<Instant> {
     let url = format!("{base}/api/v1/experiments/{id}");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

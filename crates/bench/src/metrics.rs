@@ -22,7 +22,14 @@ pub struct MetricsReport {
     pub sent_first_trial: u64,
 }
 
-pub async fn run(http: &reqwest::Client, base: &str, token: &str, trial_count: usize, warmup: Duration, seconds: Duration) -> Result<MetricsReport> {
+pub async fn run(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    trial_count: usize,
+    warmup: Duration,
+    seconds: Duration,
+) -> Result<MetricsReport> {
     let (_agent, trials) = trials::start_trials(http, base, token, trial_count).await?;
     let targets: Vec<(String, String, i64, i64)> = trials
         .iter()
