@@ -1,5 +1,6 @@
 //! Closed-loop HTTP load: N clients, each sending its next request as soon as the last answered.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -11,7 +12,11 @@ pub struct EndpointStats {
     pub errors: u64,
     pub elapsed: Duration,
     /// Sorted latencies of the successful requests, in microseconds.
-    latencies_us: Vec<u32>,
+    latencies: Latencies,
+    /// The first error seen, for the report.
+    pub first_error: Option<String>,
+    /// Successful requests per client, warm-up included (what the server should have stored).
+    pub per_client_ok: Vec<u64>,
 }
 
 impl EndpointStats {
@@ -19,17 +24,39 @@ impl EndpointStats {
         self.ok as f64 / self.elapsed.as_secs_f64()
     }
 
-    /// Nearest-rank percentile, in milliseconds.
     pub fn percentile_ms(&self, p: f64) -> f64 {
-        if self.latencies_us.is_empty() {
-            return f64::NAN;
-        }
-        let rank = ((p / 100.0) * self.latencies_us.len() as f64).ceil() as usize;
-        self.latencies_us[rank.clamp(1, self.latencies_us.len()) - 1] as f64 / 1000.0
+        self.latencies.percentile_ms(p)
     }
 
     pub fn max_ms(&self) -> f64 {
-        self.latencies_us.last().map_or(f64::NAN, |&us| us as f64 / 1000.0)
+        self.latencies.max_ms()
+    }
+}
+
+/// A sorted set of latency samples.
+pub struct Latencies(Vec<u32>);
+
+impl Latencies {
+    pub fn from_durations(samples: &[Duration]) -> Self {
+        Self::from_micros(samples.iter().map(|d| d.as_micros().min(u32::MAX as u128) as u32).collect())
+    }
+
+    fn from_micros(mut us: Vec<u32>) -> Self {
+        us.sort_unstable();
+        Latencies(us)
+    }
+
+    /// Nearest-rank percentile, in milliseconds.
+    pub fn percentile_ms(&self, p: f64) -> f64 {
+        if self.0.is_empty() {
+            return f64::NAN;
+        }
+        let rank = ((p / 100.0) * self.0.len() as f64).ceil() as usize;
+        self.0[rank.clamp(1, self.0.len()) - 1] as f64 / 1000.0
+    }
+
+    pub fn max_ms(&self) -> f64 {
+        self.0.last().map_or(f64::NAN, |&us| us as f64 / 1000.0)
     }
 }
 
@@ -46,44 +73,91 @@ pub async fn hammer(
 ) -> Result<EndpointStats> {
     let url = format!("{base}{path}");
     let auth = format!("Bearer {token}");
-    run_clients(http, &url, &auth, clients, warmup).await?;
+    let make = move |http: &reqwest::Client, _client: usize, _seq: u64| http.get(&url).header("Authorization", &auth);
+    closed_loop(http, path, clients, warmup, duration, make).await
+}
 
+/// Runs `clients` closed-loop clients; `make(http, client, seq)` builds each request (`seq` counts
+/// the requests of that client, warm-up included). A request counts as successful when it answers
+/// 2xx and its whole body arrives.
+pub async fn closed_loop<F>(
+    http: &reqwest::Client,
+    label: &str,
+    clients: usize,
+    warmup: Duration,
+    duration: Duration,
+    make: F,
+) -> Result<EndpointStats>
+where
+    F: Fn(&reqwest::Client, usize, u64) -> reqwest::RequestBuilder + Send + Sync + 'static,
+{
+    let make = Arc::new(make);
+    let mut seqs = vec![0u64; clients];
+    let mut per_client_ok = vec![0u64; clients];
+    if !warmup.is_zero() {
+        let warm = run_clients(http, clients, warmup, &seqs, make.clone()).await?;
+        seqs = warm.iter().map(|c| c.next_seq).collect();
+        per_client_ok = warm.iter().map(|c| c.latencies_us.len() as u64).collect();
+    }
     let started = Instant::now();
-    let per_client = run_clients(http, &url, &auth, clients, duration).await?;
+    let per_client = run_clients(http, clients, duration, &seqs, make).await?;
     let elapsed = started.elapsed();
 
     let mut latencies_us = Vec::new();
-    let mut errors = 0;
-    for (lat, err) in per_client {
-        latencies_us.extend(lat);
-        errors += err;
+    let (mut errors, mut first_error) = (0, None);
+    for (i, c) in per_client.into_iter().enumerate() {
+        per_client_ok[i] += c.latencies_us.len() as u64;
+        latencies_us.extend(c.latencies_us);
+        errors += c.errors;
+        first_error = first_error.or(c.first_error);
     }
-    latencies_us.sort_unstable();
-    Ok(EndpointStats { path: path.to_owned(), ok: latencies_us.len() as u64, errors, elapsed, latencies_us })
+    let latencies = Latencies::from_micros(latencies_us);
+    Ok(EndpointStats { path: label.to_owned(), ok: latencies.0.len() as u64, errors, elapsed, latencies, first_error, per_client_ok })
 }
 
-async fn run_clients(http: &reqwest::Client, url: &str, auth: &str, clients: usize, duration: Duration) -> Result<Vec<(Vec<u32>, u64)>> {
+struct ClientResult {
+    latencies_us: Vec<u32>,
+    errors: u64,
+    first_error: Option<String>,
+    next_seq: u64,
+}
+
+async fn run_clients<F>(http: &reqwest::Client, clients: usize, duration: Duration, seqs: &[u64], make: Arc<F>) -> Result<Vec<ClientResult>>
+where
+    F: Fn(&reqwest::Client, usize, u64) -> reqwest::RequestBuilder + Send + Sync + 'static,
+{
     let deadline = Instant::now() + duration;
     let tasks: Vec<_> = (0..clients)
-        .map(|_| {
-            let (http, url, auth) = (http.clone(), url.to_owned(), auth.to_owned());
+        .map(|client| {
+            let (http, make, mut seq) = (http.clone(), make.clone(), seqs[client]);
             tokio::spawn(async move {
-                let mut latencies = Vec::with_capacity(64 * 1024);
-                let mut errors = 0u64;
+                let mut r = ClientResult { latencies_us: Vec::with_capacity(64 * 1024), errors: 0, first_error: None, next_seq: seq };
                 while Instant::now() < deadline {
+                    let request = make(&http, client, seq);
+                    seq += 1;
                     let sent = Instant::now();
-                    let ok = match http.get(&url).header("Authorization", &auth).send().await {
+                    let outcome = match request.send().await {
                         // Read the whole body so the connection is reused.
-                        Ok(resp) => resp.status().is_success() && resp.bytes().await.is_ok(),
-                        Err(_) => false,
+                        Ok(resp) => {
+                            let status = resp.status();
+                            match resp.bytes().await {
+                                Ok(_) if status.is_success() => Ok(()),
+                                Ok(body) => Err(format!("{status}: {}", String::from_utf8_lossy(&body[..body.len().min(300)]))),
+                                Err(e) => Err(e.to_string()),
+                            }
+                        }
+                        Err(e) => Err(e.to_string()),
                     };
-                    if ok {
-                        latencies.push(sent.elapsed().as_micros().min(u32::MAX as u128) as u32);
-                    } else {
-                        errors += 1;
+                    match outcome {
+                        Ok(()) => r.latencies_us.push(sent.elapsed().as_micros().min(u32::MAX as u128) as u32),
+                        Err(e) => {
+                            r.errors += 1;
+                            r.first_error.get_or_insert(e);
+                        }
                     }
                 }
-                (latencies, errors)
+                r.next_seq = seq;
+                r
             })
         })
         .collect();

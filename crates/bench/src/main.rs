@@ -7,10 +7,21 @@
 //! 3. `GET /api/v1/me` and `GET /api/v1/users` under closed-loop load from concurrent clients,
 //!    logged in as `admin`: p50/p95/p99 latency and requests per second.
 //!
+//! `--mode` picks other benchmarks (each on its own fresh master and database): `create`
+//! (experiment → `StartTask` latency), `metrics` (metric report ingestion), `logs` (log ingestion
+//! MB/s) and `list` (listing 10,000 experiments); see `bench/README.md`.
+//!
 //! The result is printed as a markdown table, with the targets of the performance issue.
 
+mod api;
+mod experiments;
+mod fake_agent;
+mod list;
 mod load;
+mod logs;
 mod master;
+mod metrics;
+mod trials;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,6 +38,23 @@ const ENDPOINTS: [&str; 2] = ["/api/v1/me", "/api/v1/users"];
 enum Backend {
     Sqlite,
     Postgres,
+}
+
+/// What to measure; each mode runs against its own fresh master and database.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// Start-up, idle RSS, `GET /api/v1/me` and `GET /api/v1/users` under load.
+    Http,
+    /// `POST /api/v1/experiments` → the fake agent receives the trial's `StartTask`.
+    Create,
+    /// `POST /api/v1/trials/{id}/metrics` from many running trials.
+    Metrics,
+    /// Task log ingestion over the agent websocket and `POST /api/v1/task/logs`.
+    Logs,
+    /// `GET /api/v1/experiments` pages over many seeded experiments.
+    List,
+    /// All of the above, in order.
+    All,
 }
 
 #[derive(Parser)]
@@ -47,9 +75,30 @@ struct Args {
     /// Unmeasured warm-up seconds before each endpoint's measurement.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=60))]
     warmup: u64,
-    /// Concurrent clients.
+    /// Concurrent clients of the `http` mode.
     #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=1000))]
     clients: u64,
+    /// Benchmarks to run (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "http")]
+    mode: Vec<Mode>,
+    /// `create`: sequential experiments measured.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    iterations: u64,
+    /// `create`: artificial slots of the fake agent.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    slots: u32,
+    /// `metrics`: concurrently running trials, one client each.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    trials: u64,
+    /// `logs`: concurrent `POST /api/v1/task/logs` clients.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=256))]
+    log_clients: u64,
+    /// `list`: experiments seeded before listing.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    experiments: u64,
+    /// `list`: concurrent listing clients.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    list_clients: u64,
 }
 
 struct Report {
@@ -67,27 +116,66 @@ async fn main() -> Result<()> {
     if !args.det.exists() {
         bail!("{} not found; build it with `cargo build --release -p resolute-cli -p resolute-bench`", args.det.display());
     }
-    let db = match args.db {
-        Backend::Sqlite => Db::Sqlite,
-        Backend::Postgres => {
-            let url = args.pg_url.as_deref().context("--db postgres needs --pg-url (or RESOLUTE_TEST_POSTGRES_URL)")?;
-            Db::postgres(url).await?
+    let mut modes = Vec::new();
+    for mode in &args.mode {
+        match mode {
+            Mode::All => modes.extend([Mode::Http, Mode::Create, Mode::Metrics, Mode::Logs, Mode::List]),
+            m if !modes.contains(m) => modes.push(*m),
+            _ => {}
         }
-    };
-    let result = run(&args, &db).await;
-    if let Err(e) = db.drop_database().await {
-        eprintln!("warning: could not drop the benchmark database: {e:#}");
     }
-    print_report(&args, &result?);
+    for mode in modes {
+        let db = match args.db {
+            Backend::Sqlite => Db::Sqlite,
+            Backend::Postgres => {
+                let url = args.pg_url.as_deref().context("--db postgres needs --pg-url (or RESOLUTE_TEST_POSTGRES_URL)")?;
+                Db::postgres(url).await?
+            }
+        };
+        let result = match mode {
+            Mode::Http => run(&args, &db).await.map(|r| print_report(&args, &r)),
+            other => run_mode(&args, &db, other).await,
+        };
+        if let Err(e) = db.drop_database().await {
+            eprintln!("warning: could not drop the benchmark database: {e:#}");
+        }
+        result?;
+    }
     Ok(())
 }
 
+fn http_client(pool: usize) -> Result<reqwest::Client> {
+    Ok(reqwest::Client::builder().pool_max_idle_per_host(pool).tcp_nodelay(true).timeout(Duration::from_secs(30)).build()?)
+}
+
+/// The experiment benchmarks: a fresh master, logged in as `admin`; the report printed.
+async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
+    let http = http_client(1024)?;
+    let master = Master::start(&args.det, db, &http).await?;
+    eprintln!("master pid {} on {} (log: {})", master.pid(), db.label(), master.log.display());
+    let token = api::login(&http, &master.base).await.with_context(|| format!("log:\n{}", master::tail(&master.log)))?;
+    let (base, warmup, seconds) = (&master.base, Duration::from_secs(args.warmup), Duration::from_secs(args.seconds));
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!("## Resolute master benchmark: {} backend\n", db.label());
+    println!("{cores} CPU cores shared by master and load generator.\n");
+    let outcome = match mode {
+        Mode::Create => experiments::run(&http, base, &token, args.iterations as usize, args.slots).await.map(|r| r.print()),
+        Mode::Metrics => metrics::run(&http, base, &token, args.trials as usize, warmup, seconds).await.map(|r| r.print()),
+        Mode::Logs => logs::run(&http, base, &token, seconds, args.log_clients as usize).await.map(|r| r.print()),
+        Mode::List => {
+            let clients = args.list_clients as usize;
+            list::run(&http, base, &token, args.experiments as usize, clients, warmup, seconds).await.map(|r| r.print())
+        }
+        Mode::Http | Mode::All => Ok(()),
+    };
+    let outcome = outcome.with_context(|| format!("master log:\n{}", master::tail(&master.log)));
+    eprintln!("master RSS at the end: {:.1} MiB", master.rss_kib().unwrap_or(0) as f64 / 1024.0);
+    master.stop().await?;
+    outcome
+}
+
 async fn run(args: &Args, db: &Db) -> Result<Report> {
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(args.clients as usize)
-        .tcp_nodelay(true)
-        .timeout(Duration::from_secs(10))
-        .build()?;
+    let http = http_client(args.clients as usize)?;
 
     let master = Master::start(&args.det, db, &http).await?;
     let start_ms = master.start_to_first_answer.as_secs_f64() * 1000.0;
@@ -97,7 +185,7 @@ async fn run(args: &Args, db: &Db) -> Result<Report> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss_kib = master.rss_kib()?;
 
-    let token = login(&http, &master.base).await.with_context(|| format!("log:\n{}", master::tail(&master.log)))?;
+    let token = api::login(&http, &master.base).await.with_context(|| format!("log:\n{}", master::tail(&master.log)))?;
     let mut endpoints = Vec::new();
     for path in ENDPOINTS {
         eprintln!("hammering GET {path}: {} clients, {} s warm-up + {} s", args.clients, args.warmup, args.seconds);
@@ -116,21 +204,6 @@ async fn run(args: &Args, db: &Db) -> Result<Report> {
     let loaded_rss_kib = master.rss_kib()?;
     let shutdown_ms = master.stop().await?.as_secs_f64() * 1000.0;
     Ok(Report { backend: db.label(), start_ms, idle_rss_kib, loaded_rss_kib, shutdown_ms, endpoints })
-}
-
-/// Logs in as `admin` (blank password, as the upstream client sends it) and returns the token.
-async fn login(http: &reqwest::Client, base: &str) -> Result<String> {
-    let resp = http
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&serde_json::json!({"username": "admin", "password": "", "isHashed": true}))
-        .send()
-        .await?;
-    let status = resp.status();
-    let body: serde_json::Value = resp.json().await.context("login response is not JSON")?;
-    match body.get("token").and_then(|t| t.as_str()) {
-        Some(token) if status.is_success() => Ok(token.to_owned()),
-        _ => bail!("login as admin failed: {status} {body}"),
-    }
 }
 
 fn print_report(args: &Args, r: &Report) {
