@@ -143,7 +143,7 @@ pub async fn single_trial_runs_to_completion(m: &TestMaster) {
         let agents = m.get("/api/v1/agents", Some(&token)).await;
         assert_eq!(agents.status, 200, "{}", agents.text);
         slots = agents.body["agents"][0]["slots"].clone();
-        if slots.as_object().unwrap().values().any(|s| s["container"]["id"] == start.container_id.as_str()) {
+        if slots.as_object().is_some_and(|slots| slots.values().any(|s| s["container"]["id"] == start.container_id.as_str())) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

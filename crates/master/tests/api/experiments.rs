@@ -89,7 +89,8 @@ pub async fn seed_const_yaml_with_cli_context(m: &TestMaster) {
     assert_required_keys(&got.body["experiment"]);
     assert!(got.body["jobSummary"].is_null());
     assert_eq!(got.body["config"], *config);
-    assert_eq!(got.body["experiment"]["trialIds"], json!([]));
+    // The loop creates the single trial right after the create; it may or may not be there yet.
+    assert!(got.body["experiment"]["trialIds"].as_array().is_some_and(|ids| ids.len() <= 1), "{}", got.text);
 
     // The model definition comes back as the same files.
     let def = m.get(&format!("/api/v1/experiments/{id}/model_def"), Some(&admin)).await;
