@@ -28,9 +28,10 @@ impl Orchestrator {
         ];
         let filter = ExperimentFilter { states: states.iter().map(|s| s.as_str().to_owned()).collect(), ..Default::default() };
         let page = self.store.list_experiments(&filter).await?;
+        let open = self.store.list_tasks(&resolute_store::TaskFilter { open_only: true, ..Default::default() }).await?;
         for record in page.experiments {
-            let open = self.store.list_tasks(&resolute_store::TaskFilter { open_only: true, ..Default::default() }).await?;
-            for task in open.iter().filter(|t| t.task.task_id.starts_with(&format!("{}.", record.id))) {
+            let prefix = format!("{}.", record.id);
+            for task in open.iter().filter(|t| t.task.task_id.starts_with(&prefix)) {
                 for allocation in task.allocations.iter().filter(|a| a.end_time.is_none()) {
                     let patch = resolute_store::AllocationPatch {
                         state: Some("STATE_TERMINATED".into()),
