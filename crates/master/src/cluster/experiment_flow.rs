@@ -126,6 +126,7 @@ impl Orchestrator {
                     searcher_stopped: false,
                     invalid_hp: false,
                     warm_start: None,
+                    warm_start_parent: None,
                 },
             );
         }
@@ -179,8 +180,9 @@ impl Orchestrator {
             // Replayed after a restart: the trial exists.
             return Ok(Vec::new());
         }
-        let warm_start = match checkpoint_from.and_then(|r| exp.trials.get(&r)) {
-            Some(parent) => self.store.trial_by_id(*parent).await?.latest_checkpoint_uuid,
+        let warm_start_parent = checkpoint_from.and_then(|r| exp.trials.get(&r)).copied();
+        let warm_start = match warm_start_parent {
+            Some(parent) => self.store.trial_by_id(parent).await?.latest_checkpoint_uuid,
             None => None,
         };
         let state = if exp.state == ExperimentState::Paused { "STATE_PAUSED" } else { "STATE_ACTIVE" };
@@ -223,6 +225,7 @@ impl Orchestrator {
                 searcher_stopped: false,
                 invalid_hp: false,
                 warm_start,
+                warm_start_parent,
             },
         );
         let exp = self.experiments.get_mut(&experiment_id).expect("checked above");
@@ -459,7 +462,9 @@ impl Orchestrator {
     /// Applies the experiment's checkpoint GC policy. Failures are logged: GC is idempotent and
     /// runs again the next time the experiment's checkpoints are collected.
     pub(super) async fn collect_checkpoints(&self, experiment_id: i32, config: &Value) {
-        match crate::services::checkpoint_gc::collect_experiment_checkpoints(self.store.as_ref(), experiment_id, config).await {
+        let protected: Vec<String> =
+            self.trials.values().filter(|t| t.experiment_id == experiment_id).filter_map(|t| t.warm_start.clone()).collect();
+        match crate::services::checkpoint_gc::collect_experiment_checkpoints(self.store.as_ref(), experiment_id, config, &protected).await {
             Ok(report) if !report.deleted.is_empty() => {
                 tracing::info!(experiment = experiment_id, deleted = report.deleted.len(), "checkpoint GC deleted checkpoints");
             }

@@ -64,8 +64,11 @@ pub(super) struct TrialRun {
     pub searcher_stopped: bool,
     /// It reported invalid hyperparameters.
     pub invalid_hp: bool,
-    /// The checkpoint a PBT child starts from until it has its own.
+    /// The checkpoint a PBT child starts from until it has its own (resolved at launch from
+    /// `warm_start_parent`); GC keeps it while the trial lives.
     pub warm_start: Option<String>,
+    /// The trial whose latest checkpoint this one starts from (PBT).
+    pub warm_start_parent: Option<i32>,
 }
 
 pub(super) struct AllocationRun {

@@ -86,10 +86,20 @@ impl Orchestrator {
         let trial_id =
             self.allocations.get(allocation_id).map(|a| a.trial_id).ok_or_else(|| LoopError::Other("unknown allocation".into()))?;
         let trial_record = self.store.trial_by_id(trial_id).await?;
-        let (experiment_id, run_id, seed, task_id, hparams, warm_start) = {
+        let (experiment_id, run_id, seed, task_id, hparams, mut warm_start, parent) = {
             let t = self.trials.get(&trial_id).ok_or_else(|| LoopError::Other("unknown trial".into()))?;
-            (t.experiment_id, t.run_id, t.seed, t.task_id.clone(), t.hparams.clone(), t.warm_start.clone())
+            (t.experiment_id, t.run_id, t.seed, t.task_id.clone(), t.hparams.clone(), t.warm_start.clone(), t.warm_start_parent)
         };
+        // A PBT child starts from its parent's newest checkpoint (the parent checkpoints when its
+        // round ends, after the child was requested).
+        if trial_record.latest_checkpoint_uuid.is_none()
+            && let Some(parent) = parent
+        {
+            warm_start = self.store.trial_by_id(parent).await?.latest_checkpoint_uuid.or(warm_start);
+            if let Some(t) = self.trials.get_mut(&trial_id) {
+                t.warm_start = warm_start.clone();
+            }
+        }
         let latest_checkpoint = trial_record.latest_checkpoint_uuid.clone().or(warm_start);
         let steps_completed = match &latest_checkpoint {
             Some(uuid) => self.store.checkpoint_by_uuid(uuid).await.map(|c| c.steps_completed).unwrap_or(0),

@@ -71,11 +71,18 @@ pub fn gc_policy(config: &Value) -> CheckpointGcPolicy {
     }
 }
 
-/// Deletes the experiment's completed checkpoints its policy does not keep (files, then state).
-/// Idempotent; call it when a trial or the experiment ends. `config` is the experiment's stored
-/// (defaulted) config.
-pub async fn collect_experiment_checkpoints(store: &dyn Store, experiment_id: i32, config: &Value) -> Result<GcReport, GcError> {
-    let doomed = store.checkpoints_to_gc(experiment_id, &gc_policy(config)).await?;
+/// Deletes the experiment's completed checkpoints its policy does not keep (files, then state),
+/// except those in `protected` (checkpoints live trials start from, as upstream excludes warm-start
+/// sources). Idempotent; call it when a trial or the experiment ends. `config` is the
+/// experiment's stored (defaulted) config.
+pub async fn collect_experiment_checkpoints(
+    store: &dyn Store,
+    experiment_id: i32,
+    config: &Value,
+    protected: &[String],
+) -> Result<GcReport, GcError> {
+    let mut doomed = store.checkpoints_to_gc(experiment_id, &gc_policy(config)).await?;
+    doomed.retain(|uuid| !protected.contains(uuid));
     if doomed.is_empty() {
         return Ok(GcReport::default());
     }

@@ -121,7 +121,7 @@ pub async fn gc_keeps_best_and_latest_and_is_idempotent(m: &TestMaster) {
     std::fs::remove_dir_all(storage.path().join("a-300")).unwrap(); // already gone: tolerated
 
     let config = m.store.experiment_by_id(i32::try_from(exp).unwrap()).await.unwrap().config;
-    let report = collect_experiment_checkpoints(m.store.as_ref(), i32::try_from(exp).unwrap(), &config).await.unwrap();
+    let report = collect_experiment_checkpoints(m.store.as_ref(), i32::try_from(exp).unwrap(), &config, &[]).await.unwrap();
     assert_eq!(report.deleted, ["a-100", "a-300"]);
     assert_eq!(report.already_missing, ["a-300"]);
     for (uuid, kept) in [("a-100", false), ("a-200", true), ("a-300", false), ("a-400", true), ("b-100", true)] {
@@ -130,7 +130,7 @@ pub async fn gc_keeps_best_and_latest_and_is_idempotent(m: &TestMaster) {
         assert_eq!(c.state, if kept { "STATE_COMPLETED" } else { "STATE_DELETED" }, "{uuid}");
         assert_eq!(c.resources.is_empty(), !kept, "{uuid} resources");
     }
-    let again = collect_experiment_checkpoints(m.store.as_ref(), i32::try_from(exp).unwrap(), &config).await.unwrap();
+    let again = collect_experiment_checkpoints(m.store.as_ref(), i32::try_from(exp).unwrap(), &config, &[]).await.unwrap();
     assert!(again.deleted.is_empty(), "idempotent: {again:?}");
 
     // DELETE /api/v1/checkpoints: owner or admin; files first, then the state.
