@@ -16,7 +16,7 @@ use super::experiment_wire as wire;
 use super::experiments::{direction, parse_id};
 use super::extract::QueryParams;
 use crate::error::{ApiError, ApiResult};
-use crate::services::{CheckpointListQuery, Principal, RuntimeCaller, TrialListQuery};
+use crate::services::{CheckpointListQuery, CheckpointView, ListPage, Principal, RuntimeCaller, TrialListQuery};
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/api/v1/experiments/{experimentId}/trials", tag = "Experiments",
@@ -72,8 +72,7 @@ pub async fn checkpoints(
 ) -> ApiResult<Json<GetExperimentCheckpointsResponse>> {
     let (query, offset, limit) = checkpoint_query(q);
     let page = state.experiments.checkpoints(parse_id(&id, "id")?, query).await?;
-    let pagination = wire::pagination(offset, limit, &page);
-    Ok(Json(GetExperimentCheckpointsResponse { checkpoints: page.items.into_iter().map(wire::checkpoint).collect(), pagination }))
+    Ok(Json(checkpoints_response(page, offset, limit)))
 }
 
 /// `GET /api/v1/trials/{trialId}/checkpoints` (the SDK's `Trial.list_checkpoints`): same query and
@@ -86,8 +85,12 @@ pub async fn trial_checkpoints(
 ) -> ApiResult<Json<GetExperimentCheckpointsResponse>> {
     let (query, offset, limit) = checkpoint_query(q);
     let page = state.experiments.trial_checkpoints(parse_id(&id, "trialId")?, query).await?;
+    Ok(Json(checkpoints_response(page, offset, limit)))
+}
+
+fn checkpoints_response(page: ListPage<CheckpointView>, offset: i32, limit: i32) -> GetExperimentCheckpointsResponse {
     let pagination = wire::pagination(offset, limit, &page);
-    Ok(Json(GetExperimentCheckpointsResponse { checkpoints: page.items.into_iter().map(wire::checkpoint).collect(), pagination }))
+    GetExperimentCheckpointsResponse { checkpoints: page.items.into_iter().map(wire::checkpoint).collect(), pagination }
 }
 
 fn checkpoint_query(q: GetExperimentCheckpointsQuery) -> (CheckpointListQuery, i32, i32) {
