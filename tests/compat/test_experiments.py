@@ -33,7 +33,12 @@ def iris_const(master: Master, agent: Agent, tmp_path_factory: pytest.TempPathFa
     """The seed's const experiment, created with `-f` as the tutorial does; (experiment id, storage)."""
     work = tmp_path_factory.mktemp("iris-const")
     det = DetCli(master.url, work / "det-config")
-    config = write_config(IRIS / "const.yaml", work / "const.yaml", work / "checkpoints")
+    # A pinned experiment seed makes the trained weights reproducible: with the tutorial's tiny
+    # learning rate some seeds leave the early checkpoints unsure of the versicolor example, and a
+    # tie on validation accuracy can make one of those the "best" (about 1 run in 100 did).
+    config = write_config(
+        IRIS / "const.yaml", work / "const.yaml", work / "checkpoints", reproducibility={"experiment_seed": 3}
+    )
     exp_id = create(det, config, IRIS, "-f", timeout=240)
     return exp_id, work / "checkpoints"
 
@@ -54,7 +59,7 @@ def test_const_experiment_completes_with_metrics(master: Master, iris_const: Tup
     validation = metrics(trial, "validation")
     assert [m.steps_completed for m in validation] == [1000, 2000, 3000, 4000, 5000]
     final = validation[-1].metrics
-    # Well above chance (1/3); the exact value depends on the experiment seed, drawn per run.
+    # Well above chance (1/3); experiment seed 3 reaches 0.967 at batch 5000.
     assert final["val_categorical_accuracy"] >= 0.75, final
     assert final["val_loss"] < validation[0].metrics["val_loss"], [v.metrics for v in validation]
     assert trial.summary_metrics, "trial summary metrics are empty"
