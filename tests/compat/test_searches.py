@@ -27,6 +27,25 @@ def rest_trials(master: Master, exp_id: int) -> List[Dict[str, Any]]:
     return resp.json()["trials"]
 
 
+def our_cli(master: Master, work: Path, *args: str) -> str:
+    """Runs our `det` (the binary under test) against the master; returns stdout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
+    env["DET_DEBUG_CONFIG_PATH"] = str(work / "ours")
+    (work / "ours").mkdir(exist_ok=True)
+    done = subprocess.run([str(master_binary()), "-m", master.url, *args], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def searcher_rows(describe: str) -> Dict[int, Dict[str, str]]:
+    """The "Searcher trials:" table of our `det experiment describe`, by trial id."""
+    assert "Searcher trials:" in describe, describe
+    lines = describe[describe.index("Searcher trials:") :].splitlines()[1:]
+    header = [h.strip() for h in lines[0].split("|")]
+    rows = [dict(zip(header, (c.strip() for c in line.split("|")))) for line in lines[2:] if "|" in line]
+    return {int(r["Trial ID"]): r for r in rows}
+
+
 def run_search(master: Master, work: Path, example: str, timeout: float, **changes: Any) -> int:
     det = DetCli(master.url, work / "det-config")
     config = write_config(IRIS / example, work / example, work / "checkpoints", **changes)
@@ -56,6 +75,18 @@ def test_adaptive_search_stops_trials_early(master: Master, agent: Agent, tmp_pa
     assert all(t["totalBatchesProcessed"] < max_length for t in stopped), summary
     assert any(t["totalBatchesProcessed"] == max_length for t in trials), "the best trial trains to max_length"
     assert sdk(master).get_experiment(exp_id).progress in (None, 1.0)
+
+    # Our describe shows each trial's rung and the searcher's decision.
+    describe = our_cli(master, tmp_path, "experiment", "describe", str(exp_id))
+    assert "Searcher: adaptive_asha (completed), 100.0% done; lengths in batches" in describe, describe
+    rows = searcher_rows(describe)
+    assert sorted(rows) == sorted(int(t["id"]) for t in trials), describe
+    for t in trials:
+        row = rows[int(t["id"])]
+        expected = "stopped_early" if t in stopped else "completed"
+        assert row["Decision"] == expected and row["Searcher State"] == "closed", (t["id"], describe)
+        assert row["Rung"] != "" and int(row["Trained"]) <= max_length, describe
+    assert "Rungs:" in describe and "Planned Trials" in describe, describe
 
 
 def test_grid_search_runs_one_trial_per_point(master: Master, agent: Agent, tmp_path: Path) -> None:
@@ -91,6 +122,8 @@ def test_pbt_children_start_from_parent_checkpoints(master: Master, agent: Agent
     assert "resumed from checkpoint" in logs, f"trial {child['id']} did not start from its parent's checkpoint:\n{logs[-3000:]}"
     founders_logs = trial_logs(det, int(trials[0]["id"]))
     assert "starting from scratch" in founders_logs
+    rows = searcher_rows(our_cli(master, tmp_path, "experiment", "describe", str(exp_id)))
+    assert rows[int(child["id"])]["Parent Trial"] in {str(t["id"]) for t in trials[:3]}, rows
 
 
 def test_preview_search_with_both_clis(master: Master, det: DetCli, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ pub mod master;
 pub mod pagination;
 pub mod preview;
 pub mod runtime;
+pub mod searcher_state;
 pub mod tasks;
 pub mod trials;
 pub mod users;

@@ -187,6 +187,10 @@ pub fn describe(g: &Globals, ids: &str, csv: bool, json: bool) -> Result<(), Cli
         say!("\nWorkloads:");
     }
     tabulate_or_csv(&headers, &rows, csv);
+
+    for (exp_id, _) in &trials {
+        super::experiment_searcher::print_searcher_state(&client, *exp_id, csv)?;
+    }
     Ok(())
 }
 

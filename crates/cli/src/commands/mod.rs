@@ -6,6 +6,7 @@ pub mod checkpoint;
 pub mod deploy;
 pub mod experiment;
 pub mod experiment_create;
+mod experiment_searcher;
 pub mod experiment_views;
 mod local_agents;
 pub mod master;

@@ -16,6 +16,7 @@ mod runtime_allocations;
 mod runtime_auth;
 mod runtime_checkpoints;
 mod runtime_trials;
+mod searcher_state;
 mod tasks;
 mod trial_metrics;
 mod users;
@@ -70,6 +71,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/experiments/{id}/trials", get(experiment_items::trials))
         .route("/api/v1/experiments/{id}/checkpoints", get(experiment_items::checkpoints))
         .route("/api/v1/experiments/{id}/model_def", get(experiment_items::model_def))
+        .route("/api/v1/experiments/{id}/searcher/state", get(searcher_state::searcher_state))
         .route("/api/v1/trials/{id}", get(experiment_items::trial))
         .route("/api/v1/trials/{id}/checkpoints", get(experiment_items::trial_checkpoints))
         .route("/api/v1/trials/metrics/trial_metrics", get(trial_metrics::trial_metrics))

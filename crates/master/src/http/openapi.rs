@@ -11,6 +11,7 @@ use utoipa::{Modify, OpenApi};
         super::info::info,
         super::info::get_master,
         super::preview::preview_hp_search,
+        super::searcher_state::searcher_state,
         super::auth::login,
         super::auth::logout,
         super::auth::me,

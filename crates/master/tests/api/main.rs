@@ -16,6 +16,7 @@ mod runtime_allocations;
 mod runtime_checkpoints;
 mod runtime_support;
 mod runtime_trials;
+mod searcher_state;
 mod seed;
 mod tasks;
 mod users;
@@ -69,6 +70,7 @@ harness::api_test!(tasks::tasks_list_get_and_count);
 harness::api_test!(tasks::trial_workloads_filter_sort_and_page);
 harness::api_test!(checkpoint_files::download_as_tar_and_tar_gz);
 harness::api_test!(checkpoint_files::gc_keeps_best_and_latest_and_is_idempotent);
+harness::api_test!(searcher_state::searcher_state_shows_rungs_and_decisions);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {
