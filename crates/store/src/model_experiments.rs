@@ -72,6 +72,8 @@ pub struct ExperimentRecord {
     pub job_id: String,
     pub unmanaged: bool,
     pub end_reason: Option<String>,
+    /// Trials the experiment has, counted when the record was read.
+    pub num_trials: i64,
 }
 
 /// Free-text fields to change; `None` leaves a field alone.

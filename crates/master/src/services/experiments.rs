@@ -242,8 +242,14 @@ impl ExperimentService {
                     p
                 }
             };
-            let num_trials = self.trial_count(record.id).await?;
-            items.push(ExperimentView { record, project, num_trials, trial_ids: Vec::new(), checkpoints: (0, 0), best_validation: None });
+            items.push(ExperimentView {
+                num_trials: record.num_trials,
+                record,
+                project,
+                trial_ids: Vec::new(),
+                checkpoints: (0, 0),
+                best_validation: None,
+            });
         }
         Ok(ListPage { items, total: page.total, start, end })
     }
@@ -265,11 +271,6 @@ impl ExperimentService {
             by_name.retain(|id| user_ids.contains(id));
         }
         Ok((!by_name.is_empty()).then_some(by_name))
-    }
-
-    async fn trial_count(&self, experiment_id: i32) -> ApiResult<i64> {
-        let filter = TrialFilter { experiment_id, limit: Some(0), ..Default::default() };
-        Ok(self.store.list_trials(&filter).await?.total)
     }
 
     /// The record with its project, trial ids, checkpoint totals and best validation.

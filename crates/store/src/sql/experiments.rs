@@ -13,10 +13,12 @@ use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch
 
 const EXPERIMENT_SELECT: &str = "SELECT e.id, e.name, e.description, e.notes, e.state, e.owner_id, u.username AS owner_username, \
      e.project_id, p.workspace_id, e.config, e.original_config, e.archived, e.labels, e.parent_id, e.start_time, e.end_time, \
-     e.progress, e.job_id, e.unmanaged, e.end_reason \
+     e.progress, e.job_id, e.unmanaged, e.end_reason, \
+     (SELECT COUNT(*) FROM trials t WHERE t.experiment_id = e.id) AS num_trials \
      FROM experiments e JOIN users u ON u.id = e.owner_id JOIN projects p ON p.id = e.project_id";
 
-const EXPERIMENT_FROM: &str = "FROM experiments e JOIN users u ON u.id = e.owner_id";
+/// What the list counts over: every filter is on `experiments` itself, and owner_id is a foreign key.
+const EXPERIMENT_FROM: &str = "FROM experiments e";
 
 #[derive(sqlx::FromRow)]
 struct ExperimentRow {
@@ -40,6 +42,7 @@ struct ExperimentRow {
     job_id: String,
     unmanaged: bool,
     end_reason: Option<String>,
+    num_trials: i64,
 }
 
 impl ExperimentRow {
@@ -66,6 +69,7 @@ impl ExperimentRow {
             job_id: self.job_id,
             unmanaged: self.unmanaged,
             end_reason: self.end_reason,
+            num_trials: self.num_trials,
         })
     }
 }
@@ -256,15 +260,18 @@ impl SqlStore {
 }
 
 fn order_clause(sort: ExperimentSort, dir: &str) -> String {
-    let column = match sort {
-        ExperimentSort::Id => "e.id",
-        ExperimentSort::Name => "LOWER(e.name)",
-        ExperimentSort::StartTime => "e.start_time",
-        ExperimentSort::EndTime => "e.end_time",
-        ExperimentSort::State => "e.state",
-        ExperimentSort::Progress => "e.progress",
-        ExperimentSort::Owner => "LOWER(u.username)",
+    let (column, nullable) = match sort {
+        ExperimentSort::Id => ("e.id", false),
+        ExperimentSort::Name => ("LOWER(e.name)", false),
+        ExperimentSort::StartTime => ("e.start_time", false),
+        ExperimentSort::EndTime => ("e.end_time", true),
+        ExperimentSort::State => ("e.state", false),
+        ExperimentSort::Progress => ("e.progress", true),
+        ExperimentSort::Owner => ("LOWER(u.username)", false),
     };
-    // Explicit NULLS LAST: the dialects' defaults differ. id breaks ties so pages never overlap.
-    format!("{column} {dir} NULLS LAST, e.id {dir}")
+    // Explicit NULLS LAST where a column can be null: the dialects' defaults differ. Left off
+    // NOT NULL columns so the planners can walk the sort indexes. id breaks ties so pages never
+    // overlap.
+    let nulls = if nullable { " NULLS LAST" } else { "" };
+    format!("{column} {dir}{nulls}, e.id {dir}")
 }

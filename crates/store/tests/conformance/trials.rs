@@ -31,6 +31,11 @@ pub async fn create_and_fetch_trial(store: &dyn Store) {
     assert!(store.create_trial(reused.clone()).await.is_ok(), "request ids are unique per experiment only");
     reused.request_id = "fresh".into();
     assert!(matches!(store.create_trial(reused).await, Err(StoreError::Conflict { .. })), "task ids are unique");
+    // Experiments carry their trial counts, read and listed.
+    assert_eq!(store.experiment_by_id(e.id).await.unwrap().num_trials, 1);
+    let listed = store.list_experiments(&Default::default()).await.unwrap().experiments;
+    let counts: Vec<(i32, i64)> = listed.iter().map(|x| (x.id, x.num_trials)).collect();
+    assert!(counts.contains(&(e.id, 1)) && counts.contains(&(other.id, 1)), "{counts:?}");
     let err = store.create_trial(new_trial(9999, 1)).await.unwrap_err();
     assert!(matches!(err, StoreError::NotFound { entity: "experiment", .. }), "{err:?}");
     assert!(matches!(store.trial_by_id(9999).await, Err(StoreError::NotFound { entity: "trial", .. })));
