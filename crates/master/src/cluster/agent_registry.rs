@@ -100,6 +100,19 @@ impl Orchestrator {
             self.pool(&pool).add_agent(spec)?;
             tracing::info!(agent = %agent_id, pool = %pool, slots = started.devices.len(), "agent registered");
         }
+        // Processes the agent still runs that no allocation here owns (a restarted master ended
+        // their allocations; a timed-out reconnect failed them) are orphans: their tokens are
+        // revoked and their reports refused, so they only hold slots. Kill them.
+        let orphans: Vec<String> = started
+            .tasks_reattached
+            .iter()
+            .filter(|c| !self.allocations.values().any(|a| a.containers.iter().any(|k| k.agent_id == agent_id && k.container_id == **c)))
+            .cloned()
+            .collect();
+        for container_id in orphans {
+            tracing::warn!(agent = %agent_id, container = %container_id, "killing a process no allocation owns");
+            self.send_to_agent(agent_id, MasterToAgent::KillTask { container_id });
+        }
         // Containers the master expected there that the agent no longer has are lost.
         if was_started {
             let kept = started.tasks_reattached;

@@ -42,6 +42,13 @@ impl Orchestrator {
                     self.store.update_allocation(&allocation.allocation_id, &patch).await?;
                     self.store.delete_allocation_sessions(&allocation.allocation_id).await?;
                 }
+                // The trial resumes in a new run (not a restart: nothing failed), so its next
+                // allocation gets a fresh id and reports from the old processes are stale.
+                if task.allocations.iter().any(|a| a.end_time.is_none())
+                    && let Ok(trial) = self.store.trial_by_task_id(&task.task.task_id).await
+                {
+                    self.next_run(trial.id, false).await?;
+                }
             }
             if let Err(e) = self.experiment_changed(record.id).await {
                 tracing::error!(experiment = record.id, error = %e, "cannot resume experiment after restart");

@@ -264,7 +264,7 @@ impl Orchestrator {
 
     /// Moves the trial to its next run; metrics the ended run reported past the checkpoint the
     /// next one restores are archived, so they are not counted twice.
-    async fn next_run(&mut self, trial_id: i32, failed: bool) -> LoopResult<()> {
+    pub(super) async fn next_run(&mut self, trial_id: i32, failed: bool) -> LoopResult<()> {
         let record = if failed { self.store.record_trial_restart(trial_id).await? } else { self.store.advance_trial_run(trial_id).await? };
         let restored_steps = match &record.latest_checkpoint_uuid {
             Some(uuid) => self.store.checkpoint_by_uuid(uuid).await.map(|c| c.steps_completed).unwrap_or(0),

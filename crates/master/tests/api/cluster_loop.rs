@@ -21,6 +21,11 @@ pub struct FakeAgent {
 
 impl FakeAgent {
     pub async fn connect(m: &TestMaster, id: &str, slots: u32) -> FakeAgent {
+        Self::connect_with(m, id, slots, vec![]).await
+    }
+
+    /// Connects saying these containers still run here (an agent that outlived its master).
+    pub async fn connect_with(m: &TestMaster, id: &str, slots: u32, tasks_reattached: Vec<String>) -> FakeAgent {
         let url = format!("{}/agents?id={id}&version=0.38.1&resource_pool=default&hostname=localhost", m.base.replace("http://", "ws://"));
         let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connects");
         let mut agent = FakeAgent { socket };
@@ -37,7 +42,7 @@ impl FakeAgent {
                 devices,
                 resource_pool: "default".into(),
                 hostname: "localhost".into(),
-                tasks_reattached: vec![],
+                tasks_reattached,
             }))
             .await;
         agent
@@ -66,6 +71,11 @@ impl FakeAgent {
                 return *start;
             }
         }
+    }
+
+    /// Reports a started task running.
+    pub async fn running(&mut self, start: &StartTask) {
+        self.state(start, TaskState::Running, None).await;
     }
 
     async fn state(&mut self, start: &StartTask, state: TaskState, exit: Option<TaskExitInfo>) {
@@ -212,14 +222,9 @@ pub async fn kill_stops_the_process(m: &TestMaster) {
     let start = agent.next_start().await;
     let r = m.post(&format!("/api/v1/experiments/{id}/kill"), Some(&token), json!({})).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    loop {
-        match agent.recv().await {
-            MasterToAgent::KillTask { container_id } => {
-                assert_eq!(container_id, start.container_id);
-                break;
-            }
-            other => panic!("expected a kill, got {other:?}"),
-        }
+    match agent.recv().await {
+        MasterToAgent::KillTask { container_id } => assert_eq!(container_id, start.container_id),
+        other => panic!("expected a kill, got {other:?}"),
     }
     agent
         .state(&start, TaskState::Terminated, Some(TaskExitInfo { exit_code: None, signal: Some(9), failure: Some("killed".into()) }))

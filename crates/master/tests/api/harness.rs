@@ -25,6 +25,21 @@ macro_rules! api_test {
             }
         }
     };
+    // The case takes the master by value (to restart it).
+    (owned $module:ident :: $case:ident) => {
+        mod $case {
+            #[tokio::test]
+            async fn sqlite() {
+                $crate::$module::$case($crate::harness::TestMaster::sqlite().await).await;
+            }
+            #[tokio::test]
+            async fn postgres() {
+                if let Some(master) = $crate::harness::TestMaster::postgres().await {
+                    $crate::$module::$case(master).await;
+                }
+            }
+        }
+    };
 }
 pub(crate) use api_test;
 
@@ -35,8 +50,10 @@ pub struct TestMaster {
     pub store: Arc<dyn Store>,
     /// The master's cluster handle, to raise preemption signals as the loop would.
     pub cluster: resolute_master::cluster::ClusterHandle,
-    _shutdown: oneshot::Sender<()>,
-    _dir: tempfile::TempDir,
+    config: MasterConfig,
+    shutdown: oneshot::Sender<()>,
+    served: tokio::task::JoinHandle<()>,
+    dir: tempfile::TempDir,
 }
 
 pub struct Reply {
@@ -68,8 +85,21 @@ impl TestMaster {
         Some(Self::start(config).await)
     }
 
-    pub async fn start(mut config: MasterConfig) -> TestMaster {
-        let dir = tempfile::tempdir().unwrap();
+    pub async fn start(config: MasterConfig) -> TestMaster {
+        Self::start_in(config, tempfile::tempdir().unwrap()).await
+    }
+
+    /// Stops the master (as a shutdown would) and starts a new one on the same database and
+    /// data directory.
+    pub async fn restart(self) -> TestMaster {
+        let TestMaster { config, shutdown, served, dir, .. } = self;
+        let _ = shutdown.send(());
+        tokio::time::timeout(std::time::Duration::from_secs(10), served).await.expect("the master stops within 10 s").unwrap();
+        Self::start_in(config, dir).await
+    }
+
+    async fn start_in(mut config: MasterConfig, dir: tempfile::TempDir) -> TestMaster {
+        let original = config.clone();
         config.port = 0;
         if config.data_dir.is_none() {
             config.data_dir = Some(dir.path().to_owned());
@@ -79,10 +109,15 @@ impl TestMaster {
         let store = master.store();
         let cluster = master.cluster();
         let (tx, rx) = oneshot::channel::<()>();
-        tokio::spawn(master.serve(async move {
-            let _ = rx.await;
-        }));
-        TestMaster { base, http: reqwest::Client::new(), store, cluster, _shutdown: tx, _dir: dir }
+        let served = tokio::spawn(async move {
+            master
+                .serve(async move {
+                    let _ = rx.await;
+                })
+                .await
+                .expect("master serves");
+        });
+        TestMaster { base, http: reqwest::Client::new(), store, cluster, config: original, shutdown: tx, served, dir }
     }
 
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Reply {

@@ -12,6 +12,7 @@ mod experiments;
 mod harness;
 mod info;
 mod logs;
+mod master_restart;
 mod runtime_allocations;
 mod runtime_checkpoints;
 mod runtime_support;
@@ -71,6 +72,7 @@ harness::api_test!(tasks::trial_workloads_filter_sort_and_page);
 harness::api_test!(checkpoint_files::download_as_tar_and_tar_gz);
 harness::api_test!(checkpoint_files::gc_keeps_best_and_latest_and_is_idempotent);
 harness::api_test!(searcher_state::searcher_state_shows_rungs_and_decisions);
+harness::api_test!(owned master_restart::restarted_master_resumes_trials_and_search);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {

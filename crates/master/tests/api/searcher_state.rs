@@ -61,7 +61,7 @@ pub async fn searcher_state_shows_rungs_and_decisions(m: &TestMaster) {
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     let trials = s["trials"].as_array().unwrap();
-    let by_id = |id: &str| trials.iter().find(|t| t["trialId"].to_string() == id).unwrap_or_else(|| panic!("trial {id} in {s}"));
+    let by_id = |id: &str| trials.iter().find(|t| t["trialId"].as_i64() == id.parse().ok()).unwrap_or_else(|| panic!("trial {id} in {s}"));
     let (a, b) = (by_id(&first.env["DET_TRIAL_ID"]), by_id(&second.env["DET_TRIAL_ID"]));
     assert_eq!((a["rung"].as_u64(), a["decision"].as_str(), a["timeProgress"].as_u64()), (Some(1), Some("training"), Some(10)), "{s}");
     assert_eq!(a["lastMetric"], 0.1);
