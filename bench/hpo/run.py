@@ -1,7 +1,7 @@
 """Runs every method on the synthetic multi-fidelity benchmark for many seeds with the same compute
 budget and workers, then writes results.md (table + verdicts) and results.json (raw traces).
 
-Usage: python run.py [--seeds 20] [--tpe-seeds 20] [--ray-real-seeds 2] [--binary PATH] [--jobs 2]
+Usage: python run.py [--seeds 50] [--tpe-seeds 20] [--ray-real-seeds 2] [--binary PATH] [--jobs 2]
 """
 
 import argparse
@@ -117,6 +117,15 @@ def paired(runs, fstar, budget, ours, rival):
     return wins, len(seeds), (float(np.median(finite)) if finite else math.nan)
 
 
+def sign_test(wins, n):
+    """Two-sided exact binomial (sign) test of `wins` out of `n` against a fair coin."""
+    if n == 0:
+        return 1.0
+    k = min(wins, n - wins)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
 def summarize(runs, fstar, budget):
     by = {}
     for r in runs:
@@ -142,15 +151,23 @@ def summarize(runs, fstar, budget):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--seeds", type=int, default=50)
     ap.add_argument("--tpe-seeds", type=int, default=20, help="seeds for the (slow) Optuna TPE row")
     ap.add_argument("--ray-real-seeds", type=int, default=2, help="seeds for the real Ray Tuner sanity check (0 to skip)")
     ap.add_argument("--ray-real-budget", type=int, default=BUDGET // 4)
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "examples", "hpo_bench"))
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--report-only", action="store_true", help="rewrite results.md from results.json without running")
     args = ap.parse_args()
 
     fstar = synthetic.optimum(MAX_EPOCHS)
+    if args.report_only:
+        with open(os.path.join(HERE, "results.json")) as f:
+            saved = json.load(f)
+        real = [r for r in saved["runs"] if r["method"] == "ray: real Tuner"]
+        runs = [r for r in saved["runs"] if r["method"] != "ray: real Tuner"]
+        report(args, fstar, runs, real, saved.get("total_s", 0.0))
+        return
     tasks = []
     for name in METHODS:
         n = args.tpe_seeds if "TPE" in name else args.seeds
@@ -163,7 +180,11 @@ def main():
             print(f"{r['method']:<48} seed {r['seed']:>2}: {r['wall_s']:6.2f}s", file=sys.stderr, flush=True)
     real = [run_one(("ray: real Tuner", s, args.binary, args.ray_real_budget)) for s in range(args.ray_real_seeds)]
     total = time.perf_counter() - started
+    report(args, fstar, runs, real, total)
 
+
+def report(args, fstar, runs, real, total):
+    """Writes results.md (table and verdicts) and results.json (raw traces) and prints the table."""
     rows, stats = summarize(runs, fstar, BUDGET)
     asha = stats[OUR_ASHA]
     t1 = asha["reach"] <= BUDGET / 3
@@ -187,19 +208,21 @@ def main():
         f"median {asha['reach']:.0f} epochs ({asha['reach'] / BUDGET:.0%} of random's) → **{'met' if t1 else 'NOT met'}**.",
         "- Target 2 (at equal budget, our ASHA's regret no worse than Optuna's or Ray's), median regret at 100% of the "
         "budget; 'paired' = seeds on which ours ended at least as good (each seed is the same noisy function for both) and "
-        "the median per-seed difference (negative: ours better):",
+        "the median per-seed difference (negative: ours better), with a two-sided sign test; 'tie' = ours has the higher "
+        "median but the paired seeds show no significant difference (p > 0.05):",
         "",
-        "| comparison | ours | rival | ours (median) | rival (median) | paired: ours ≤ rival | median difference | verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "| comparison | ours | rival | ours (median) | rival (median) | paired: ours ≤ rival | median difference | sign test p | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for ours, rival, what in PAIRS:
         if ours not in stats or rival not in stats:
             continue
         a, b = stats[ours]["regret"][1.0], stats[rival]["regret"][1.0]
         wins, n, diff = paired(runs, fstar, BUDGET, ours, rival)
-        ok = a <= b + 1e-12
+        p_value = sign_test(wins, n)
+        verdict = "met" if a <= b + 1e-12 else ("tie" if p_value > 0.05 else "NOT met")
         lines.append(
-            f"| {what} | {ours} | {rival} | {a:.4f} | {b:.4f} | {wins}/{n} seeds | {diff:+.4f} | **{'met' if ok else 'NOT met'}** |"
+            f"| {what} | {ours} | {rival} | {a:.4f} | {b:.4f} | {wins}/{n} seeds | {diff:+.4f} | {p_value:.2f} | **{verdict}** |"
         )
     if OPTUNA_TPE in stats:
         tpe = stats[OPTUNA_TPE]["regret"][1.0]
@@ -229,7 +252,7 @@ def main():
     with open(os.path.join(HERE, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(HERE, "results.json"), "w") as f:
-        json.dump({"fstar": fstar, "budget": BUDGET, "runs": runs + real}, f)
+        json.dump({"fstar": fstar, "budget": BUDGET, "total_s": total, "runs": runs + real}, f)
     print("\n".join(lines))
 
 
