@@ -1,0 +1,206 @@
+//! ASHA bookkeeping overhead: one `adaptive_asha` experiment of `max_trials` no-op trials on a fake
+//! agent with S artificial slots (`max_concurrent_trials` = S), run through the real master. The
+//! trials make the harness's runtime calls and spend a simulated time per batch (`asha_trial`).
+//! Measured: the makespan from `POST /api/v1/experiments` to the experiment reading
+//! `STATE_COMPLETED`, against the ideal makespan of the same search with zero overhead
+//! (`asha_ideal`: the same searcher, configuration and seed replayed in simulated time).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use resolute_api::agent_protocol::{MasterToAgent, StartTask, TaskExitInfo, TaskState};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::api;
+use crate::asha_ideal::{AshaPlan, IdealRun, RunSummary, ideal_run, list_schedule};
+use crate::asha_trial::{TrialOutcome, run_trial};
+use crate::fake_agent::FakeAgent;
+use crate::load::Latencies;
+
+/// How often the experiment's state is read while waiting for it to complete.
+const STATE_POLL: Duration = Duration::from_millis(10);
+
+pub struct AshaReport {
+    pub plan: AshaPlan,
+    pub makespan: Duration,
+    pub ideal: IdealRun,
+    pub measured: RunSummary,
+    /// The measured trials' trained lengths list-scheduled on the slots, in batches.
+    pub measured_list_units: u64,
+    /// Trials (in creation order) whose hyperparameters differ from the replay's.
+    pub hparams_mismatches: usize,
+    /// Terminated sent → the next `StartTask` received: how long a freed slot stays empty.
+    pub slot_gap: Latencies,
+    /// Last validation report sent → the trial sees the preemption signal (trials ASHA stopped).
+    pub stop_latency: Latencies,
+    /// Trials that ended on the preemption signal (ASHA stopped them below `max_time`).
+    pub preempted: usize,
+    pub trial_errors: usize,
+    pub first_error: Option<String>,
+}
+
+/// A trial's end as the fake agent learns it.
+struct Finished {
+    start: StartTask,
+    hparams: Value,
+    outcome: Result<TrialOutcome>,
+}
+
+pub async fn run(http: &reqwest::Client, base: &str, token: &str, plan: AshaPlan) -> Result<AshaReport> {
+    let ideal = ideal_run(&plan).context("replaying the search with zero overhead")?;
+    let boundaries = plan.boundaries();
+    let mut agent = FakeAgent::connect(base, "asha-agent", plan.slots).await?;
+    // The agent is registered once the master has processed `AgentStarted`; give it a moment.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let body = api::create_body(&plan.yaml(), true);
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Finished>();
+
+    let created = Instant::now();
+    let id = api::create_experiment(http, base, token, &body).await?;
+    // Generous: the run should take the ideal makespan plus a few percent.
+    let deadline = Duration::from_secs(120) + plan.unit * u32::try_from(ideal.makespan_units * 20).unwrap_or(u32::MAX);
+    let (end_tx, mut end_rx) = oneshot::channel();
+    tokio::spawn(wait_completed(http.clone(), base.to_owned(), token.to_owned(), id, deadline, end_tx));
+
+    let mut outcomes: Vec<(TrialOutcome, Value)> = Vec::new();
+    let mut exits: VecDeque<Instant> = VecDeque::new();
+    let (mut gaps, mut trial_errors, mut first_error) = (Vec::new(), 0, None);
+    let completed = loop {
+        tokio::select! {
+            message = agent.recv(deadline) => match message.context("the fake agent lost the master")? {
+                MasterToAgent::StartTask(start) => {
+                    if let Some(freed) = exits.pop_front() {
+                        gaps.push(freed.elapsed());
+                    }
+                    agent.running(&start).await?;
+                    let hparams = start.env.get("DET_HPARAMS").and_then(|h| serde_json::from_str(h).ok()).unwrap_or(Value::Null);
+                    let (http, base, done, boundaries, unit) = (http.clone(), base.to_owned(), done_tx.clone(), boundaries.clone(), plan.unit);
+                    tokio::spawn(async move {
+                        let outcome = run_trial(http, base, (*start).clone(), boundaries, unit).await;
+                        let _ = done.send(Finished { start: *start, hparams, outcome });
+                    });
+                }
+                other => bail!("the benchmark's trials are never killed, but the master sent {other:?}"),
+            },
+            Some(finished) = done_rx.recv() => {
+                match finished.outcome {
+                    Ok(outcome) => {
+                        agent.exit_ok(&finished.start).await?;
+                        outcomes.push((outcome, finished.hparams));
+                    }
+                    Err(e) => {
+                        trial_errors += 1;
+                        first_error.get_or_insert_with(|| format!("{e:#}"));
+                        let exit = TaskExitInfo { exit_code: Some(1), signal: None, failure: Some(format!("{e:#}")) };
+                        agent.report(&finished.start, TaskState::Terminated, Some(exit)).await?;
+                    }
+                }
+                exits.push_back(Instant::now());
+            },
+            ended = &mut end_rx => break ended.context("the state poller stopped")??,
+        }
+    };
+    let makespan = completed - created;
+    outcomes.sort_by_key(|(o, _)| o.trial_id);
+    let measured = RunSummary {
+        trials: outcomes.len() + trial_errors,
+        stopped_early: outcomes.iter().filter(|(o, _)| o.trained < plan.max_time).count(),
+        trained_units: outcomes.iter().map(|(o, _)| o.trained).sum(),
+        hparams: outcomes.iter().map(|(_, h)| h.clone()).collect(),
+    };
+    let lengths: Vec<u64> = outcomes.iter().map(|(o, _)| o.trained).collect();
+    let hparams_mismatches = measured.hparams.iter().zip(&ideal.summary.hparams).filter(|(a, b)| a != b).count()
+        + measured.hparams.len().abs_diff(ideal.summary.hparams.len());
+    let preempted = outcomes.iter().filter(|(o, _)| o.preempted).count();
+    let stop_latency: Vec<Duration> = outcomes.iter().filter_map(|(o, _)| o.stop_latency).collect();
+    Ok(AshaReport {
+        measured_list_units: list_schedule(&lengths, plan.slots),
+        plan,
+        makespan,
+        ideal,
+        measured,
+        hparams_mismatches,
+        slot_gap: Latencies::from_durations(&gaps),
+        stop_latency: Latencies::from_durations(&stop_latency),
+        preempted,
+        trial_errors,
+        first_error,
+    })
+}
+
+/// Polls the experiment until it completes; any other end state, or the deadline, is an error.
+async fn wait_completed(http: reqwest::Client, base: String, token: String, id: i64, deadline: Duration, done: oneshot::Sender<Result<Instant>>) {
+    let url = format!("{base}/api/v1/experiments/{id}");
+    let started = Instant::now();
+    let result = loop {
+        match api::get_json(&http, &url, &token).await {
+            Ok(body) => match body.pointer("/experiment/state").and_then(Value::as_str).unwrap_or("") {
+                "STATE_COMPLETED" => break Ok(Instant::now()),
+                s @ ("STATE_ERROR" | "STATE_CANCELED") => break Err(anyhow::anyhow!("experiment {id} ended in {s}")),
+                _ => {}
+            },
+            Err(e) => break Err(e),
+        }
+        if started.elapsed() > deadline {
+            break Err(anyhow::anyhow!("experiment {id} did not complete within {deadline:?}"));
+        }
+        tokio::time::sleep(STATE_POLL).await;
+    };
+    let _ = done.send(result);
+}
+
+impl AshaReport {
+    fn unit_ms(&self) -> f64 {
+        self.plan.unit.as_secs_f64() * 1000.0
+    }
+
+    pub fn ideal_makespan(&self) -> Duration {
+        self.plan.unit * u32::try_from(self.ideal.makespan_units).unwrap_or(u32::MAX)
+    }
+
+    pub fn overhead_percent(&self) -> f64 {
+        let ideal = self.ideal_makespan().as_secs_f64();
+        (self.makespan.as_secs_f64() - ideal) / ideal * 100.0
+    }
+
+    pub fn print(&self) {
+        let p = &self.plan;
+        let (m, i) = (&self.measured, &self.ideal.summary);
+        println!(
+            "### ASHA bookkeeping overhead ({} trials, `adaptive_asha` standard mode, divisor {}, max_rungs {}, max_time {} batches; \
+             fake agent with {} slots = max_concurrent_trials; {:.1} ms per batch)\n",
+            p.max_trials, p.divisor, p.max_rungs, p.max_time, p.slots, self.unit_ms()
+        );
+        let ideal_s = self.ideal_makespan().as_secs_f64();
+        let list_s = p.unit.as_secs_f64() * self.measured_list_units as f64;
+        println!("| Measure | Measured | Ideal (zero overhead) |");
+        println!("|---|---:|---:|");
+        println!("| Makespan, create → `STATE_COMPLETED` | **{:.2} s** | {ideal_s:.2} s |", self.makespan.as_secs_f64());
+        println!("| **Overhead over the ideal makespan** | **{:.1} %** | target ≤ 5 % (Ray Tune's bar: 28 %) |", self.overhead_percent());
+        println!("| Trials | {} | {} |", m.trials, i.trials);
+        println!("| Trials stopped early by ASHA (measured: by the preemption signal) | {} ({}) | {} |", m.stopped_early, self.preempted, i.stopped_early);
+        println!("| Batches trained (sum over trials) | {} | {} |", m.trained_units, i.trained_units);
+        println!("| Measured trials' lengths list-scheduled on {} slots | | {list_s:.2} s |", p.slots);
+        let per_trial_ms = (self.makespan.as_secs_f64() - ideal_s) * f64::from(p.slots) / m.trials.max(1) as f64 * 1000.0;
+        println!("| Overhead per trial (slot-time lost ÷ trials) | {per_trial_ms:.1} ms | |");
+        let row = |name: &str, l: &Latencies| {
+            println!("| {name}, p50 / p95 / max | {:.2} / {:.2} / {:.2} ms | 0 |", l.percentile_ms(50.0), l.percentile_ms(95.0), l.max_ms());
+        };
+        row("Stopping validation sent → trial sees the preemption signal", &self.stop_latency);
+        row("Agent sends `Terminated` → next `StartTask` arrives (slot idle)", &self.slot_gap);
+        println!();
+        println!(
+            "Hyperparameters of the trials in creation order: {} of {} differ from the replay's (0 means the master ran the \
+             same searcher configuration and seed).",
+            self.hparams_mismatches,
+            m.hparams.len()
+        );
+        println!("The replay never ran more than {} trials at once (slots: {}).", self.ideal.max_running, p.slots);
+        if self.trial_errors > 0 {
+            println!("\n{} trials failed; first error: {}", self.trial_errors, self.first_error.as_deref().unwrap_or("?"));
+        }
+        println!();
+    }
+}
