@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use resolute_api::agent_protocol::{MasterToAgent, StartTask, TaskExitInfo, TaskState};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::api;
 use crate::asha_ideal::{AshaPlan, IdealRun, RunSummary, ideal_run, list_schedule};
@@ -19,8 +19,10 @@ use crate::asha_trial::{TrialOutcome, run_trial};
 use crate::fake_agent::FakeAgent;
 use crate::load::Latencies;
 
-/// How often the experiment's state is read while waiting for it to complete.
-const STATE_POLL: Duration = Duration::from_millis(10);
+/// How often the experiment's state is read once every trial has exited, and before (reading an
+/// experiment lists its trials and scans its validations: frequent reads would load the master).
+const STATE_POLL: Duration = Duration::from_millis(2);
+const STATE_POLL_EARLY: Duration = Duration::from_millis(500);
 
 pub struct AshaReport {
     pub plan: AshaPlan,
@@ -62,7 +64,8 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, plan: AshaPlan
     // Generous: the run should take the ideal makespan plus a few percent.
     let deadline = Duration::from_secs(120) + plan.unit * u32::try_from(ideal.makespan_units * 20).unwrap_or(u32::MAX);
     let (end_tx, mut end_rx) = oneshot::channel();
-    tokio::spawn(wait_completed(http.clone(), base.to_owned(), token.to_owned(), id, deadline, end_tx));
+    let (all_exited_tx, all_exited) = watch::channel(false);
+    tokio::spawn(wait_completed(http.clone(), base.to_owned(), token.to_owned(), id, deadline, all_exited, end_tx));
 
     let mut outcomes: Vec<(TrialOutcome, Value)> = Vec::new();
     let mut exits: VecDeque<Instant> = VecDeque::new();
@@ -98,6 +101,9 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, plan: AshaPlan
                     }
                 }
                 exits.push_back(Instant::now());
+                if outcomes.len() + trial_errors >= plan.max_trials {
+                    all_exited_tx.send_replace(true);
+                }
             },
             ended = &mut end_rx => break ended.context("the state poller stopped")??,
         }
@@ -131,7 +137,16 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, plan: AshaPlan
 }
 
 /// Polls the experiment until it completes; any other end state, or the deadline, is an error.
-async fn wait_completed(http: reqwest::Client, base: String, token: String, id: i64, deadline: Duration, done: oneshot::Sender<Result<Instant>>) {
+/// Polls often only once every trial has exited (`all_exited`), when completion is imminent.
+async fn wait_completed(
+    http: reqwest::Client,
+    base: String,
+    token: String,
+    id: i64,
+    deadline: Duration,
+    mut all_exited: watch::Receiver<bool>,
+    done: oneshot::Sender<Result<Instant>>,
+) {
     let url = format!("{base}/api/v1/experiments/{id}");
     let started = Instant::now();
     let result = loop {
@@ -146,7 +161,11 @@ async fn wait_completed(http: reqwest::Client, base: String, token: String, id: 
         if started.elapsed() > deadline {
             break Err(anyhow::anyhow!("experiment {id} did not complete within {deadline:?}"));
         }
-        tokio::time::sleep(STATE_POLL).await;
+        if *all_exited.borrow() {
+            tokio::time::sleep(STATE_POLL).await;
+        } else {
+            let _ = tokio::time::timeout(STATE_POLL_EARLY, all_exited.wait_for(|all| *all)).await;
+        }
     };
     let _ = done.send(result);
 }
