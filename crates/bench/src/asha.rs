@@ -5,7 +5,7 @@
 //! `STATE_COMPLETED`, against the ideal makespan of the same search with zero overhead
 //! (`asha_ideal`: the same searcher, configuration and seed replayed in simulated time).
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -33,8 +33,11 @@ pub struct AshaReport {
     pub measured_list_units: u64,
     /// Trials (in creation order) whose hyperparameters differ from the replay's.
     pub hparams_mismatches: usize,
-    /// Terminated sent → the next `StartTask` received: how long a freed slot stays empty.
-    pub slot_gap: Latencies,
+    /// Slot-time inside trials: `StartTask` received → `Terminated` sent, summed.
+    pub busy: Duration,
+    /// CPU time (user + system) the master and the benchmark process used during the run.
+    pub master_cpu: Option<Duration>,
+    pub bench_cpu: Option<Duration>,
     /// Last validation report sent → the trial sees the preemption signal (trials ASHA stopped).
     pub stop_latency: Latencies,
     /// Trials that ended on the preemption signal (ASHA stopped them below `max_time`).
@@ -50,7 +53,8 @@ struct Finished {
     outcome: Result<TrialOutcome>,
 }
 
-pub async fn run(http: &reqwest::Client, base: &str, token: &str, plan: AshaPlan) -> Result<AshaReport> {
+/// Runs the search on the master at `base` (process `master_pid`, whose CPU time is reported).
+pub async fn run(http: &reqwest::Client, base: &str, token: &str, master_pid: u32, plan: AshaPlan) -> Result<AshaReport> {
     let ideal = ideal_run(&plan).context("replaying the search with zero overhead")?;
     let boundaries = plan.boundaries();
     let mut agent = FakeAgent::connect(base, "asha-agent", plan.slots).await?;
@@ -59,6 +63,7 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, plan: AshaPlan
     let body = api::create_body(&plan.yaml(), true);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Finished>();
 
+    let cpu_before = (cpu_time(master_pid), cpu_time(std::process::id()));
     let created = Instant::now();
     let id = api::create_experiment(http, base, token, &body).await?;
     // Generous: the run should take the ideal makespan plus a few percent.
@@ -68,15 +73,13 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, plan: AshaPlan
     tokio::spawn(wait_completed(http.clone(), base.to_owned(), token.to_owned(), id, deadline, all_exited, end_tx));
 
     let mut outcomes: Vec<(TrialOutcome, Value)> = Vec::new();
-    let mut exits: VecDeque<Instant> = VecDeque::new();
-    let (mut gaps, mut trial_errors, mut first_error) = (Vec::new(), 0, None);
+    let mut started: HashMap<String, Instant> = HashMap::new();
+    let (mut busy, mut trial_errors, mut first_error) = (Duration::ZERO, 0, None);
     let completed = loop {
         tokio::select! {
             message = agent.recv(deadline) => match message.context("the fake agent lost the master")? {
                 MasterToAgent::StartTask(start) => {
-                    if let Some(freed) = exits.pop_front() {
-                        gaps.push(freed.elapsed());
-                    }
+                    started.insert(start.container_id.clone(), Instant::now());
                     agent.running(&start).await?;
                     let hparams = start.env.get("DET_HPARAMS").and_then(|h| serde_json::from_str(h).ok()).unwrap_or(Value::Null);
                     let (http, base, done, boundaries, unit) = (http.clone(), base.to_owned(), done_tx.clone(), boundaries.clone(), plan.unit);
@@ -100,7 +103,7 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, plan: AshaPlan
                         agent.report(&finished.start, TaskState::Terminated, Some(exit)).await?;
                     }
                 }
-                exits.push_back(Instant::now());
+                busy += started.remove(&finished.start.container_id).map_or(Duration::ZERO, |t| t.elapsed());
                 if outcomes.len() + trial_errors >= plan.max_trials {
                     all_exited_tx.send_replace(true);
                 }
@@ -109,6 +112,9 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, plan: AshaPlan
         }
     };
     let makespan = completed - created;
+    let cpu_used = |before: Option<Duration>, pid: u32| Some(cpu_time(pid)?.saturating_sub(before?));
+    let master_cpu = cpu_used(cpu_before.0, master_pid);
+    let bench_cpu = cpu_used(cpu_before.1, std::process::id());
     outcomes.sort_by_key(|(o, _)| o.trial_id);
     let measured = RunSummary {
         trials: outcomes.len() + trial_errors,
@@ -128,7 +134,9 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, plan: AshaPlan
         ideal,
         measured,
         hparams_mismatches,
-        slot_gap: Latencies::from_durations(&gaps),
+        busy,
+        master_cpu,
+        bench_cpu,
         stop_latency: Latencies::from_durations(&stop_latency),
         preempted,
         trial_errors,
@@ -170,6 +178,16 @@ async fn wait_completed(
     let _ = done.send(result);
 }
 
+/// User + system CPU time of a process, from `/proc/<pid>/stat` (in USER_HZ = 100 ticks per second,
+/// as on every mainstream Linux architecture).
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
 impl AshaReport {
     fn unit_ms(&self) -> f64 {
         self.plan.unit.as_secs_f64() * 1000.0
@@ -190,7 +208,12 @@ impl AshaReport {
         println!(
             "### ASHA bookkeeping overhead ({} trials, `adaptive_asha` standard mode, divisor {}, max_rungs {}, max_time {} batches; \
              fake agent with {} slots = max_concurrent_trials; {:.1} ms per batch)\n",
-            p.max_trials, p.divisor, p.max_rungs, p.max_time, p.slots, self.unit_ms()
+            p.max_trials,
+            p.divisor,
+            p.max_rungs,
+            p.max_time,
+            p.slots,
+            self.unit_ms()
         );
         let ideal_s = self.ideal_makespan().as_secs_f64();
         let list_s = p.unit.as_secs_f64() * self.measured_list_units as f64;
@@ -199,16 +222,45 @@ impl AshaReport {
         println!("| Makespan, create → `STATE_COMPLETED` | **{:.2} s** | {ideal_s:.2} s |", self.makespan.as_secs_f64());
         println!("| **Overhead over the ideal makespan** | **{:.1} %** | target ≤ 5 % (Ray Tune's bar: 28 %) |", self.overhead_percent());
         println!("| Trials | {} | {} |", m.trials, i.trials);
-        println!("| Trials stopped early by ASHA (measured: by the preemption signal) | {} ({}) | {} |", m.stopped_early, self.preempted, i.stopped_early);
+        println!(
+            "| Trials stopped early by ASHA (measured: by the preemption signal) | {} ({}) | {} |",
+            m.stopped_early, self.preempted, i.stopped_early
+        );
         println!("| Batches trained (sum over trials) | {} | {} |", m.trained_units, i.trained_units);
-        println!("| Measured trials' lengths list-scheduled on {} slots | | {list_s:.2} s |", p.slots);
+        let over_list = (self.makespan.as_secs_f64() - list_s) / list_s * 100.0;
+        println!(
+            "| Makespan of the measured trials' lengths list-scheduled on {} slots; overhead over it | {over_list:.1} % | {list_s:.2} s |",
+            p.slots
+        );
         let per_trial_ms = (self.makespan.as_secs_f64() - ideal_s) * f64::from(p.slots) / m.trials.max(1) as f64 * 1000.0;
         println!("| Overhead per trial (slot-time lost ÷ trials) | {per_trial_ms:.1} ms | |");
-        let row = |name: &str, l: &Latencies| {
-            println!("| {name}, p50 / p95 / max | {:.2} / {:.2} / {:.2} ms | 0 |", l.percentile_ms(50.0), l.percentile_ms(95.0), l.max_ms());
+        let stop = &self.stop_latency;
+        println!(
+            "| Stopping validation sent → the trial sees the preemption signal, p50 / p95 / max | {:.1} / {:.1} / {:.1} ms | 0 |",
+            stop.percentile_ms(50.0),
+            stop.percentile_ms(95.0),
+            stop.max_ms()
+        );
+        // Where the slots' time went: S × makespan = training + the rest of the trials' lives + empty slots.
+        let slots = f64::from(p.slots);
+        let (unit, busy) = (p.unit.as_secs_f64(), self.busy.as_secs_f64());
+        let (train_m, train_i) = (unit * m.trained_units as f64, unit * i.trained_units as f64);
+        let (total_m, total_i) = (slots * self.makespan.as_secs_f64(), slots * ideal_s);
+        println!("| Slot-time: slots × makespan | {total_m:.1} s | {total_i:.1} s |");
+        println!("| … training (batches × batch time) | {train_m:.1} s | {train_i:.1} s |");
+        println!("| … in the trial, not training (runtime calls, waiting for the stop signal) | {:.1} s | 0 |", busy - train_m);
+        println!(
+            "| … slot empty (exit → next `StartTask`, and ASHA's tail with fewer trials than slots) | {:.1} s | {:.1} s |",
+            total_m - busy,
+            total_i - train_i
+        );
+        let per_trial = |cpu: Option<Duration>| {
+            cpu.map_or("?".to_owned(), |c| {
+                format!("{:.1} s ({:.1} ms per trial)", c.as_secs_f64(), c.as_secs_f64() * 1000.0 / m.trials.max(1) as f64)
+            })
         };
-        row("Stopping validation sent → trial sees the preemption signal", &self.stop_latency);
-        row("Agent sends `Terminated` → next `StartTask` arrives (slot idle)", &self.slot_gap);
+        println!("| CPU time of the master during the run | {} | |", per_trial(self.master_cpu));
+        println!("| CPU time of the benchmark (fake agent and trials) | {} | |", per_trial(self.bench_cpu));
         println!();
         println!(
             "Hyperparameters of the trials in creation order: {} of {} differ from the replay's (0 means the master ran the \

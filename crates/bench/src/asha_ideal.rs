@@ -3,8 +3,8 @@
 //! the same pure searcher (`resolute-searcher`, same configuration and seed) in a discrete-event
 //! simulation where every report, stop and start takes no time.
 
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};

@@ -58,7 +58,13 @@ impl TrialEnv {
 
 /// Runs one trial to its end. `boundaries` are the batch counts it validates at (ascending; the
 /// last is `max_time`).
-pub async fn run_trial(http: reqwest::Client, base: String, start: StartTask, boundaries: Vec<u64>, unit: Duration) -> Result<TrialOutcome> {
+pub async fn run_trial(
+    http: reqwest::Client,
+    base: String,
+    start: StartTask,
+    boundaries: Vec<u64>,
+    unit: Duration,
+) -> Result<TrialOutcome> {
     let env = TrialEnv::from_start(&start)?;
     let client = Runtime { http: &http, base: &base, auth: &env.auth };
     client.post("/api/v1/runs/start", json!({"runId": env.trial_id, "checkpointStorage": env.checkpoint_storage})).await?;

@@ -187,7 +187,7 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
             let clients = args.list_clients as usize;
             list::run(&http, base, &token, args.experiments as usize, clients, warmup, seconds).await.map(|r| r.print())
         }
-        Mode::Asha => asha::run(&http, base, &token, asha_plan(args)?).await.map(|r| r.print()),
+        Mode::Asha => asha::run(&http, base, &token, master.pid(), asha_plan(args)?).await.map(|r| r.print()),
         Mode::Http | Mode::All => Ok(()),
     };
     let outcome = outcome.with_context(|| format!("master log:\n{}", master::tail(&master.log)));
