@@ -111,8 +111,8 @@ struct Args {
     /// `asha`: artificial slots of the fake agent, and the search's `max_concurrent_trials`.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
     asha_slots: u32,
-    /// `asha`: simulated training time of one batch, in milliseconds.
-    #[arg(long, default_value_t = 2.0)]
+    /// `asha`: simulated training time of one batch, in milliseconds (100: a trial averages ~0.7 s).
+    #[arg(long, default_value_t = 100.0)]
     batch_ms: f64,
     /// `asha`: `max_time` in batches (the top rung); rungs are `max_time / 4^k`.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
