@@ -84,7 +84,7 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, master_pid: u3
                     let hparams = start.env.get("DET_HPARAMS").and_then(|h| serde_json::from_str(h).ok()).unwrap_or(Value::Null);
                     let (http, base, done, boundaries, unit) = (http.clone(), base.to_owned(), done_tx.clone(), boundaries.clone(), plan.unit);
                     tokio::spawn(async move {
-                        let outcome = run_trial(http, base, (*start).clone(), boundaries, unit).await;
+                        let outcome = run_trial(&http, &base, &start, &boundaries, unit).await;
                         let _ = done.send(Finished { start: *start, hparams, outcome });
                     });
                 }

@@ -58,25 +58,19 @@ impl TrialEnv {
 
 /// Runs one trial to its end. `boundaries` are the batch counts it validates at (ascending; the
 /// last is `max_time`).
-pub async fn run_trial(
-    http: reqwest::Client,
-    base: String,
-    start: StartTask,
-    boundaries: Vec<u64>,
-    unit: Duration,
-) -> Result<TrialOutcome> {
-    let env = TrialEnv::from_start(&start)?;
-    let client = Runtime { http: &http, base: &base, auth: &env.auth };
+pub async fn run_trial(http: &reqwest::Client, base: &str, start: &StartTask, boundaries: &[u64], unit: Duration) -> Result<TrialOutcome> {
+    let env = TrialEnv::from_start(start)?;
+    let client = Runtime { http, base, auth: &env.auth };
     client.post("/api/v1/runs/start", json!({"runId": env.trial_id, "checkpointStorage": env.checkpoint_storage})).await?;
 
     // Training starts once `core.init` returned, as in the harness.
     let training = tokio::time::Instant::now();
     let (preempt_tx, mut preempted) = watch::channel(false);
-    let watcher = tokio::spawn(watch_preemption(http.clone(), base.clone(), env.auth.clone(), env.allocation_id.clone(), preempt_tx));
+    let watcher = tokio::spawn(watch_preemption(http.clone(), base.to_owned(), env.auth.clone(), env.allocation_id.clone(), preempt_tx));
     let max_time = boundaries.last().copied().unwrap_or(0);
     let mut trained = 0;
     let (mut stopped, mut stop_latency, mut last_report) = (false, None, Instant::now());
-    for &batches in &boundaries {
+    for &batches in boundaries {
         let due = training + unit * u32::try_from(batches).unwrap_or(u32::MAX);
         tokio::select! {
             _ = tokio::time::sleep_until(due) => {}
