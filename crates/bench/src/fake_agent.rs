@@ -25,7 +25,11 @@ impl FakeAgent {
     /// CPU slots.
     pub async fn connect(base: &str, id: &str, slots: u32) -> Result<FakeAgent> {
         let url = format!("{}/agents?id={id}&version={VERSION}&resource_pool=default&hostname=localhost", base.replace("http://", "ws://"));
-        let (socket, _) = tokio_tungstenite::connect_async(&url).await.with_context(|| format!("connecting the fake agent to {url}"))?;
+        // TCP_NODELAY: with Nagle's algorithm a `Terminated` right after `Running` waits for the
+        // master's delayed ACK of the first frame (~40 ms), which would be measured as master time.
+        let (socket, _) = tokio_tungstenite::connect_async_with_config(&url, None, true)
+            .await
+            .with_context(|| format!("connecting the fake agent to {url}"))?;
         let mut agent = FakeAgent { socket };
         match agent.recv(Duration::from_secs(10)).await? {
             MasterToAgent::MasterSetAgentOptions(_) => {}

@@ -9,11 +9,15 @@
 //!
 //! `--mode` picks other benchmarks (each on its own fresh master and database): `create`
 //! (experiment → `StartTask` latency), `metrics` (metric report ingestion), `logs` (log ingestion
-//! MB/s) and `list` (listing 10,000 experiments); see `bench/README.md`.
+//! MB/s), `list` (listing 10,000 experiments) and `asha` (a 1,000-trial ASHA search's bookkeeping
+//! overhead over its ideal makespan); see `bench/README.md`.
 //!
 //! The result is printed as a markdown table, with the targets of the performance issue.
 
 mod api;
+mod asha;
+mod asha_ideal;
+mod asha_trial;
 mod experiments;
 mod fake_agent;
 mod list;
@@ -53,6 +57,8 @@ enum Mode {
     Logs,
     /// `GET /api/v1/experiments` pages over many seeded experiments.
     List,
+    /// An `adaptive_asha` search of no-op trials: makespan against the zero-overhead ideal.
+    Asha,
     /// All of the above, in order.
     All,
 }
@@ -99,6 +105,21 @@ struct Args {
     /// `list`: concurrent listing clients.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1000))]
     list_clients: u64,
+    /// `asha`: the search's `max_trials`.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    asha_trials: u64,
+    /// `asha`: artificial slots of the fake agent, and the search's `max_concurrent_trials`.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    asha_slots: u32,
+    /// `asha`: simulated training time of one batch, in milliseconds (100: a trial averages ~0.7 s).
+    #[arg(long, default_value_t = 100.0)]
+    batch_ms: f64,
+    /// `asha`: `max_time` in batches (the top rung); rungs are `max_time / 4^k`.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_time: u64,
+    /// `asha`: `reproducibility.experiment_seed`.
+    #[arg(long, default_value_t = 1)]
+    asha_seed: u32,
 }
 
 struct Report {
@@ -119,7 +140,7 @@ async fn main() -> Result<()> {
     let mut modes = Vec::new();
     for mode in &args.mode {
         match mode {
-            Mode::All => modes.extend([Mode::Http, Mode::Create, Mode::Metrics, Mode::Logs, Mode::List]),
+            Mode::All => modes.extend([Mode::Http, Mode::Create, Mode::Metrics, Mode::Logs, Mode::List, Mode::Asha]),
             m if !modes.contains(m) => modes.push(*m),
             _ => {}
         }
@@ -166,12 +187,28 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
             let clients = args.list_clients as usize;
             list::run(&http, base, &token, args.experiments as usize, clients, warmup, seconds).await.map(|r| r.print())
         }
+        Mode::Asha => asha::run(&http, base, &token, master.pid(), asha_plan(args)?).await.map(|r| r.print()),
         Mode::Http | Mode::All => Ok(()),
     };
     let outcome = outcome.with_context(|| format!("master log:\n{}", master::tail(&master.log)));
     eprintln!("master RSS at the end: {:.1} MiB", master.rss_kib().unwrap_or(0) as f64 / 1024.0);
     master.stop().await?;
     outcome
+}
+
+fn asha_plan(args: &Args) -> Result<asha_ideal::AshaPlan> {
+    if !(args.batch_ms.is_finite() && args.batch_ms > 0.0 && args.batch_ms <= 60_000.0) {
+        bail!("--batch-ms must be a positive number of milliseconds (at most 60000), got {}", args.batch_ms);
+    }
+    Ok(asha_ideal::AshaPlan {
+        max_trials: args.asha_trials as usize,
+        slots: args.asha_slots,
+        max_time: args.max_time,
+        divisor: 4.0,
+        max_rungs: 4,
+        unit: Duration::from_secs_f64(args.batch_ms / 1000.0),
+        seed: args.asha_seed,
+    })
 }
 
 async fn run(args: &Args, db: &Db) -> Result<Report> {
