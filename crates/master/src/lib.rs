@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use resolute_store::{PostgresOptions, SqlStore, Store, StoreError};
 use thiserror::Error;
 use tokio::net::TcpListener;
@@ -93,6 +94,13 @@ impl Master {
             tokio::spawn(cluster::run_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), cluster_events));
         let purger = tokio::spawn(purge_sessions_periodically(state.clone()));
         let app = http::router(state);
+        // No Nagle on any connection: small responses and websocket frames (task starts, kills)
+        // go out at once instead of waiting on the peer's delayed ACK.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
         let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(MasterError::Serve);
         purger.abort();
         cluster_loop.abort();

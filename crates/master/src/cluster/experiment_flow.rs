@@ -108,6 +108,7 @@ impl Orchestrator {
             search_started: false,
             trials: Default::default(),
             model_definition_b64: None,
+            stored_progress: record.progress,
         };
         exp.search_over = exp.searcher.shutdown();
         // Trials already in the store (a restarted master).
@@ -167,9 +168,11 @@ impl Orchestrator {
             };
             queue.extend(more);
         }
-        if let Some(exp) = self.experiments.get(&experiment_id) {
+        if let Some(exp) = self.experiments.get_mut(&experiment_id) {
             self.store.save_searcher_snapshot(experiment_id, &exp.searcher.snapshot()).await?;
-            self.store.set_experiment_progress(experiment_id, Some(exp.searcher.progress())).await?;
+            if let Some(progress) = exp.progress_to_store() {
+                self.store.set_experiment_progress(experiment_id, Some(progress)).await?;
+            }
         }
         self.maybe_finish(experiment_id).await
     }
@@ -408,7 +411,9 @@ impl Orchestrator {
         let (experiment_id, request_id) = (trial.experiment_id, trial.request_id);
         if let Some(exp) = self.experiments.get_mut(&experiment_id) {
             exp.searcher.set_trial_progress(request_id, progress.clamp(0.0, 1.0))?;
-            self.store.set_experiment_progress(experiment_id, Some(exp.searcher.progress())).await?;
+            if let Some(progress) = exp.progress_to_store() {
+                self.store.set_experiment_progress(experiment_id, Some(progress)).await?;
+            }
         }
         Ok(())
     }

@@ -35,9 +35,23 @@ pub(super) struct ExperimentRun {
     pub trials: BTreeMap<RequestId, i32>,
     /// Loaded on first launch.
     pub model_definition_b64: Option<Arc<String>>,
+    /// The search progress last written to the store.
+    pub stored_progress: Option<f64>,
 }
 
 impl ExperimentRun {
+    /// The searcher's progress when it moved enough since the last write to be worth storing
+    /// (every tenth of a percent, and always the end): progress reports arrive many times per
+    /// trial, and each write contends for the store.
+    pub fn progress_to_store(&mut self) -> Option<f64> {
+        let now = self.searcher.progress();
+        let moved = self.stored_progress.is_none_or(|before| (now - before).abs() >= 0.001 || (now >= 1.0 && before < 1.0));
+        moved.then(|| {
+            self.stored_progress = Some(now);
+            now
+        })
+    }
+
     pub fn slots(&self) -> u32 {
         self.config.resources.slots_per_trial
     }
