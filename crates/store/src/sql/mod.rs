@@ -13,6 +13,7 @@ mod metrics;
 mod sessions;
 mod store_impl;
 mod task_logs;
+mod task_logs_legacy;
 mod tasks;
 mod trials;
 mod users;
@@ -83,7 +84,9 @@ impl SqlStore {
             .busy_timeout(Duration::from_secs(10));
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Sqlite(pool) })
+        let store = SqlStore { pool: Pool::Sqlite(pool) };
+        store.convert_legacy_logs().await?;
+        Ok(store)
     }
 
     /// A private in-memory SQLite database, for tests.
@@ -109,7 +112,9 @@ impl SqlStore {
             .connect_with(connect)
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Postgres(pool) })
+        let store = SqlStore { pool: Pool::Postgres(pool) };
+        store.convert_legacy_logs().await?;
+        Ok(store)
     }
 
     /// Closes the pool, waiting for in-flight queries (flushes SQLite's WAL on the way).
