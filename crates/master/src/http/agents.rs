@@ -8,9 +8,9 @@ use axum::Json;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::response::Response;
-use resolute_api::agent_protocol::{AgentConnectQuery, AgentToMaster, MasterToAgent, TaskLogLine};
+use resolute_api::agent_protocol::{AgentConnectQuery, AgentToMaster, LineLevel, MasterToAgent, TaskLogBatch};
 use resolute_api::pagination::Pagination;
-use resolute_store::NewLogLine;
+use resolute_store::NewLogChunk;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -82,30 +82,36 @@ async fn handle_agent_message(state: &AppState, conn_id: u64, agent_id: &str, te
     };
     match message {
         // Stored here, in order, before any later state change of the same task reaches the loop.
-        AgentToMaster::TaskLogs { lines } => {
-            let rows: Vec<NewLogLine> = lines.into_iter().map(|l| log_row(agent_id, l)).collect();
-            match state.store.insert_logs(&rows).await {
+        AgentToMaster::TaskLogs { batches } => {
+            let chunks: Vec<NewLogChunk> = batches.iter().map(|b| log_chunk(agent_id, b)).collect();
+            match state.store.insert_log_chunks(&chunks).await {
                 Ok(()) => state.task_logs.notify_new_lines(),
-                Err(e) => tracing::error!(agent = %agent_id, error = %e, lines = rows.len(), "storing task logs failed"),
+                Err(e) => {
+                    let lines: usize = chunks.iter().map(NewLogChunk::len).sum();
+                    tracing::error!(agent = %agent_id, error = %e, lines, "storing task logs failed");
+                }
             }
         }
         message => state.cluster.notify(ClusterEvent::AgentMessage { conn_id, agent_id: agent_id.to_owned(), message }),
     }
 }
 
-fn log_row(agent_id: &str, line: TaskLogLine) -> NewLogLine {
-    NewLogLine {
-        task_id: line.task_id,
-        allocation_id: Some(line.allocation_id),
-        agent_id: Some(agent_id.to_owned()),
-        container_id: Some(line.container_id),
-        rank_id: line.rank_id,
-        timestamp: line.timestamp,
-        level: Some(line.level.unwrap_or_else(|| "LOG_LEVEL_INFO".to_owned())),
-        log: line.log,
-        source: Some("task".to_owned()),
-        stdtype: Some(line.stdtype),
+/// A batch as one chunk: the agent's lines are the task's own output (`source` "task"), at level
+/// INFO unless a prefix said otherwise.
+fn log_chunk(agent_id: &str, batch: &TaskLogBatch) -> NewLogChunk {
+    let mut chunk = NewLogChunk::new(
+        batch.task_id.clone(),
+        Some(batch.allocation_id.clone()),
+        Some(agent_id.to_owned()),
+        Some(batch.container_id.clone()),
+        Some("task".to_owned()),
+    );
+    chunk.reserve(batch.lines.iter().map(|l| l.log.len() + 16).sum());
+    for line in &batch.lines {
+        let level = line.level.map_or("LOG_LEVEL_INFO", LineLevel::wire_name);
+        chunk.push(line.timestamp, line.rank_id, Some(level), Some(line.stdtype.as_str()), &line.log);
     }
+    chunk
 }
 
 #[derive(Debug, Default, Deserialize)]
