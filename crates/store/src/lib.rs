@@ -173,7 +173,8 @@ pub trait Store: Send + Sync + 'static {
     /// and source.
     async fn insert_logs(&self, lines: &[NewLogLine]) -> StoreResult<()>;
     /// Appends the chunks in one transaction; each task's lines are numbered in the order given.
-    async fn insert_log_chunks(&self, chunks: &[NewLogChunk]) -> StoreResult<()>;
+    /// Concurrent appends may share a transaction (group commit); each fails or succeeds whole.
+    async fn insert_log_chunks(&self, chunks: Vec<NewLogChunk>) -> StoreResult<()>;
     async fn task_logs(&self, task_id: &str, filter: &LogFilter) -> StoreResult<Vec<LogRecord>>;
     /// The distinct values of a task's lines that filters can select on.
     async fn task_log_fields(&self, task_id: &str) -> StoreResult<LogFields>;

@@ -247,7 +247,7 @@ impl Store for SqlStore {
         self.insert_logs_impl(lines).await
     }
 
-    async fn insert_log_chunks(&self, chunks: &[NewLogChunk]) -> StoreResult<()> {
+    async fn insert_log_chunks(&self, chunks: Vec<NewLogChunk>) -> StoreResult<()> {
         self.insert_log_chunks_impl(chunks).await
     }
 

@@ -53,16 +53,12 @@ struct Numbered<'a> {
 
 impl SqlStore {
     pub(crate) async fn insert_logs_impl(&self, lines: &[NewLogLine]) -> StoreResult<()> {
-        self.insert_log_chunks_impl(&group_lines(lines)).await
-    }
-
-    pub(crate) async fn insert_log_chunks_impl(&self, chunks: &[NewLogChunk]) -> StoreResult<()> {
-        self.append_chunks(chunks, None).await
+        self.insert_log_chunks_impl(group_lines(lines)).await
     }
 
     /// Appends the chunks; with `legacy_through`, the same transaction deletes the rows of the
     /// previous one-row-per-line table up to that id (the chunks hold them now).
-    pub(super) async fn append_chunks(&self, chunks: &[NewLogChunk], legacy_through: Option<i64>) -> StoreResult<()> {
+    pub(super) async fn append_chunks(&self, chunks: &[&NewLogChunk], legacy_through: Option<i64>) -> StoreResult<()> {
         // Tasks reserve their numbers in one order (by id), so concurrent appends cannot deadlock.
         let mut per_task: Vec<(&str, i64)> = Vec::new();
         for chunk in chunks.iter().filter(|c| !c.is_empty()) {

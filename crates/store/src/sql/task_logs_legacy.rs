@@ -52,7 +52,8 @@ impl SqlStore {
                     stdtype: r.stdtype,
                 })
                 .collect();
-            self.append_chunks(&group_lines(&lines), Some(last_id)).await?;
+            let chunks = group_lines(&lines);
+            self.append_chunks(&chunks.iter().collect::<Vec<_>>(), Some(last_id)).await?;
         }
         if converted > 0 {
             tracing::info!(lines = converted, "converted task log lines of the previous schema into chunks");
