@@ -74,7 +74,9 @@ pub enum AgentToMaster {
     AgentStarted(AgentStarted),
     TaskStateChanged(TaskStateChanged),
     /// Captured output, grouped by task in capture order.
-    TaskLogs { batches: Vec<TaskLogBatch> },
+    TaskLogs {
+        batches: Vec<TaskLogBatch>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
