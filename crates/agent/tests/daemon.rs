@@ -11,7 +11,7 @@ use resolute_agent::AgentConfig;
 use resolute_agent::daemon::{self, DaemonError};
 use resolute_agent::harness_shim::ShimDir;
 use resolute_api::agent_protocol::{
-    AgentToMaster, MasterToAgent, StartTask, TaskEntrypoint, TaskExitInfo, TaskLogLine, TaskState, TaskStateChanged,
+    AgentToMaster, LineLevel, MasterToAgent, StartTask, StdType, TaskEntrypoint, TaskExitInfo, TaskLogLine, TaskState, TaskStateChanged,
 };
 use support::{Connection, DEADLINE, FakeMaster};
 use tokio::sync::oneshot;
@@ -83,7 +83,13 @@ async fn until_terminated(conn: &mut Connection, container_id: &str) -> (Vec<Tas
     let (mut states, mut logs) = (Vec::new(), Vec::new());
     loop {
         match conn.recv().await {
-            AgentToMaster::TaskLogs { lines } => logs.extend(lines.into_iter().filter(|l| l.container_id == container_id)),
+            AgentToMaster::TaskLogs { batches } => {
+                for batch in batches.into_iter().filter(|b| b.container_id == container_id) {
+                    // Every line is sent with the ids of the task it came from (see `start_task`).
+                    assert_eq!((batch.task_id, batch.allocation_id), (format!("task-{container_id}"), format!("task-{container_id}.1")));
+                    logs.extend(batch.lines);
+                }
+            }
             AgentToMaster::TaskStateChanged(change) if change.container_id == container_id => {
                 let done = change.state == TaskState::Terminated;
                 states.push(change);
@@ -152,11 +158,10 @@ async fn task_logs_arrive_parsed_before_its_exit() {
     assert_eq!(exit.exit_code, Some(3));
     assert!(exit.failure.as_deref().is_some_and(|f| f.contains("exit code: 3")), "{exit:?}");
 
-    let stdout = logs.iter().find(|l| l.stdtype == "stdout").expect("stdout line");
-    assert_eq!((stdout.log.as_str(), stdout.rank_id, stdout.level.as_deref()), ("hi\n", None, None));
-    let stderr = logs.iter().find(|l| l.stdtype == "stderr").expect("stderr line");
-    assert_eq!((stderr.log.as_str(), stderr.rank_id, stderr.level.as_deref()), ("x\n", Some(0), Some("LOG_LEVEL_INFO")));
-    assert!(logs.iter().all(|l| l.task_id == "task-c1" && l.allocation_id == "task-c1.1"));
+    let stdout = logs.iter().find(|l| l.stdtype == StdType::Stdout).expect("stdout line");
+    assert_eq!((stdout.log.as_str(), stdout.rank_id, stdout.level), ("hi\n", None, None));
+    let stderr = logs.iter().find(|l| l.stdtype == StdType::Stderr).expect("stderr line");
+    assert_eq!((stderr.log.as_str(), stderr.rank_id, stderr.level), ("x\n", Some(0), Some(LineLevel::Info)));
 
     // The work dir and the harness info go once the task has ended.
     let task_dir = agent.work_root.path().join("task-c1");

@@ -73,7 +73,10 @@ pub struct AgentOptions {
 pub enum AgentToMaster {
     AgentStarted(AgentStarted),
     TaskStateChanged(TaskStateChanged),
-    TaskLogs { lines: Vec<TaskLogLine> },
+    /// Captured output, grouped by task in capture order.
+    TaskLogs {
+        batches: Vec<TaskLogBatch>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -176,23 +179,108 @@ impl TaskExitInfo {
     }
 }
 
-/// One line of a task's output, as the agent captured it.
+/// Consecutive lines of one task's process: what they share is sent once.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TaskLogLine {
+pub struct TaskLogBatch {
     pub container_id: String,
     pub allocation_id: String,
     pub task_id: String,
+    pub lines: Vec<TaskLogLine>,
+}
+
+impl AgentToMaster {
+    /// Lines a `TaskLogs` message carries (0 for other messages).
+    pub fn log_lines(&self) -> usize {
+        match self {
+            AgentToMaster::TaskLogs { batches } => batches.iter().map(|b| b.lines.len()).sum(),
+            _ => 0,
+        }
+    }
+}
+
+/// One line of a task's output, as the agent captured it. On the wire a JSON array, so that a
+/// line costs little more than its text: `[timestamp_µs, stdtype, rank_id, level, log]`, e.g.
+/// `[1732190000123456,"stdout",0,"INFO","loss=0.1\n"]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskLogLine {
+    /// When the agent read the line (µs precision on the wire).
     pub timestamp: DateTime<Utc>,
-    /// `stdout` or `stderr`.
-    pub stdtype: String,
+    pub stdtype: StdType,
     /// From a `[rank=N] ` prefix, which is stripped from `log`.
-    #[serde(default)]
     pub rank_id: Option<i32>,
-    /// `LOG_LEVEL_INFO`, … from a `LEVEL:` prefix (as upstream's ship_logs.py); `None` otherwise.
-    #[serde(default)]
-    pub level: Option<String>,
+    /// From a `LEVEL:` prefix (as upstream's ship_logs.py), which is stripped from `log`.
+    pub level: Option<LineLevel>,
     /// The line with its trailing newline.
     pub log: String,
+}
+
+impl Serialize for TaskLogLine {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (self.timestamp.timestamp_micros(), self.stdtype, self.rank_id, self.level, &self.log).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskLogLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (micros, stdtype, rank_id, level, log) = <(i64, StdType, Option<i32>, Option<LineLevel>, String)>::deserialize(d)?;
+        let timestamp = DateTime::from_timestamp_micros(micros)
+            .ok_or_else(|| serde::de::Error::custom(format!("log line timestamp out of range: {micros} µs")))?;
+        Ok(TaskLogLine { timestamp, stdtype, rank_id, level, log })
+    }
+}
+
+/// The stream a line came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StdType {
+    Stdout,
+    Stderr,
+}
+
+impl StdType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StdType::Stdout => "stdout",
+            StdType::Stderr => "stderr",
+        }
+    }
+}
+
+/// The levels a `LEVEL: ` prefix can name (upstream's ship_logs.py).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum LineLevel {
+    Debug,
+    Info,
+    Warning,
+    Error,
+    Critical,
+}
+
+impl LineLevel {
+    pub const ALL: [LineLevel; 5] = [LineLevel::Debug, LineLevel::Info, LineLevel::Warning, LineLevel::Error, LineLevel::Critical];
+
+    /// The prefix's spelling: `INFO`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LineLevel::Debug => "DEBUG",
+            LineLevel::Info => "INFO",
+            LineLevel::Warning => "WARNING",
+            LineLevel::Error => "ERROR",
+            LineLevel::Critical => "CRITICAL",
+        }
+    }
+
+    /// The REST wire name: `LOG_LEVEL_INFO`.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            LineLevel::Debug => "LOG_LEVEL_DEBUG",
+            LineLevel::Info => "LOG_LEVEL_INFO",
+            LineLevel::Warning => "LOG_LEVEL_WARNING",
+            LineLevel::Error => "LOG_LEVEL_ERROR",
+            LineLevel::Critical => "LOG_LEVEL_CRITICAL",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -213,5 +301,29 @@ mod tests {
         assert_eq!(shell, TaskEntrypoint::Shell("python3 train.py".into()));
         let argv: TaskEntrypoint = serde_json::from_str(r#"["python3","train.py"]"#).unwrap();
         assert_eq!(argv, TaskEntrypoint::Argv(vec!["python3".into(), "train.py".into()]));
+    }
+
+    #[test]
+    fn log_lines_are_compact_arrays() {
+        let line = TaskLogLine {
+            timestamp: DateTime::from_timestamp_micros(1_732_190_000_123_456).unwrap(),
+            stdtype: StdType::Stderr,
+            rank_id: Some(2),
+            level: Some(LineLevel::Warning),
+            log: "careful\n".into(),
+        };
+        let batch = TaskLogBatch { container_id: "c".into(), allocation_id: "a".into(), task_id: "t".into(), lines: vec![line] };
+        let message = AgentToMaster::TaskLogs { batches: vec![batch] };
+        let text = serde_json::to_string(&message).unwrap();
+        assert_eq!(
+            text,
+            r#"{"TaskLogs":{"batches":[{"container_id":"c","allocation_id":"a","task_id":"t","lines":[[1732190000123456,"stderr",2,"WARNING","careful\n"]]}]}}"#
+        );
+        assert_eq!(serde_json::from_str::<AgentToMaster>(&text).unwrap(), message);
+        assert_eq!(message.log_lines(), 1);
+        let bare: TaskLogLine = serde_json::from_str(r#"[0,"stdout",null,null,"x"]"#).unwrap();
+        assert_eq!((bare.rank_id, bare.level, bare.log.as_str()), (None, None, "x"));
+        assert!(serde_json::from_str::<TaskLogLine>(r#"[9223372036854775807,"stdout",null,null,"x"]"#).is_err());
+        assert!(serde_json::from_str::<TaskLogLine>(r#"[0,"stdin",null,null,"x"]"#).is_err());
     }
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use futures_util::{SinkExt, StreamExt};
 use resolute_api::agent_protocol::{
-    AgentDevice, AgentStarted, AgentToMaster, MasterToAgent, StartTask, TaskExitInfo, TaskLogLine, TaskState, TaskStateChanged,
+    AgentDevice, AgentStarted, AgentToMaster, MasterToAgent, StartTask, StdType, TaskExitInfo, TaskLogBatch, TaskLogLine, TaskState,
+    TaskStateChanged,
 };
 use tokio_tungstenite::tungstenite::Message;
 
@@ -104,16 +105,13 @@ impl FakeAgent {
 
 /// A `TaskLogs` message of `count` lines of the task, each `text` (newline appended).
 pub fn log_batch(start: &StartTask, count: usize, text: &str) -> AgentToMaster {
-    let now = chrono::Utc::now();
-    let line = TaskLogLine {
+    let line =
+        TaskLogLine { timestamp: chrono::Utc::now(), stdtype: StdType::Stdout, rank_id: Some(0), level: None, log: format!("{text}\n") };
+    let batch = TaskLogBatch {
         container_id: start.container_id.clone(),
         allocation_id: start.allocation_id.clone(),
         task_id: start.task_id.clone(),
-        timestamp: now,
-        stdtype: "stdout".into(),
-        rank_id: Some(0),
-        level: None,
-        log: format!("{text}\n"),
+        lines: vec![line; count],
     };
-    AgentToMaster::TaskLogs { lines: vec![line; count] }
+    AgentToMaster::TaskLogs { batches: vec![batch] }
 }

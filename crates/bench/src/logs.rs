@@ -1,7 +1,8 @@
 //! Log ingestion, by the two paths task output reaches the master:
 //! 1. the agent websocket: the fake agent sends `TaskLogs` batches back to back; the master
-//!    stores each batch before it reads the next message, so the time until the last batch is
-//!    readable (`GET /api/v1/tasks/{id}/logs` tail) over the bytes sent is the stored rate;
+//!    stores them in arrival order (off the socket loop, with back-pressure when its queue is
+//!    full), so the time until the last batch is readable (`GET /api/v1/tasks/{id}/logs` tail)
+//!    over the bytes sent is the stored rate;
 //! 2. `POST /api/v1/task/logs` with the task's allocation token, from several closed-loop clients
 //!    (as upstream's log shipper inside a task).
 //!

@@ -11,6 +11,7 @@
 //! without showing details to clients.
 
 mod error;
+mod log_chunk;
 mod model;
 mod model_checkpoints;
 mod model_experiments;
@@ -22,6 +23,7 @@ mod sql;
 mod summary;
 
 pub use error::{StoreError, StoreResult};
+pub use log_chunk::NewLogChunk;
 pub use model::{
     AuthenticatedSession, NewSession, NewUser, OrderDirection, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord, UserSort,
 };
@@ -32,7 +34,7 @@ pub use model_experiments::{
     DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID, ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, ExperimentSort,
     NewExperiment, ProjectRecord,
 };
-pub use model_logs::{LogFilter, LogRecord, NewLogLine};
+pub use model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
 pub use model_metrics::{BestValidation, MetricRecord, NewMetricReport, SearcherMetric, TRAINING_GROUP, VALIDATION_GROUP};
 pub use model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
@@ -167,9 +169,15 @@ pub trait Store: Send + Sync + 'static {
 
     // ---- task logs ----
 
-    /// Appends the lines in one transaction.
+    /// Appends the lines in one transaction, grouped into chunks of lines that share their ids
+    /// and source.
     async fn insert_logs(&self, lines: &[NewLogLine]) -> StoreResult<()>;
+    /// Appends the chunks in one transaction; each task's lines are numbered in the order given.
+    /// Concurrent appends may share a transaction (group commit); each fails or succeeds whole.
+    async fn insert_log_chunks(&self, chunks: Vec<NewLogChunk>) -> StoreResult<()>;
     async fn task_logs(&self, task_id: &str, filter: &LogFilter) -> StoreResult<Vec<LogRecord>>;
+    /// The distinct values of a task's lines that filters can select on.
+    async fn task_log_fields(&self, task_id: &str) -> StoreResult<LogFields>;
 
     // ---- tasks and allocations ----
 

@@ -20,9 +20,10 @@ pub struct NewLogLine {
     pub stdtype: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LogRecord {
-    /// Increases with insertion order: the cursor for following a task's logs.
+    /// The line's sequence number within its task (1, 2, ...), in insertion order: the cursor
+    /// for following a task's logs.
     pub id: i64,
     pub task_id: String,
     pub allocation_id: Option<String>,
@@ -41,7 +42,7 @@ pub struct LogRecord {
 pub struct LogFilter {
     /// Cursor: only lines after this id in `order` (greater ids ascending, smaller descending).
     pub after_id: Option<i64>,
-    /// Ordered by id.
+    /// Ordered by id. Each read is consistent on its own; pages follow with `after_id`.
     pub order: OrderDirection,
     /// `None` = all.
     pub limit: Option<i64>,
@@ -58,4 +59,15 @@ pub struct LogFilter {
     pub timestamp_after: Option<DateTime<Utc>>,
     /// Case-sensitive substring of the line.
     pub search_text: Option<String>,
+}
+
+/// The distinct values each filter can take for a task's lines (`…/logs/fields`), sorted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogFields {
+    pub allocation_ids: Vec<String>,
+    pub agent_ids: Vec<String>,
+    pub container_ids: Vec<String>,
+    pub rank_ids: Vec<i32>,
+    pub sources: Vec<String>,
+    pub stdtypes: Vec<String>,
 }

@@ -122,15 +122,13 @@ pub(crate) struct Outbox {
 
 impl Outbox {
     pub fn push(&mut self, message: AgentToMaster) {
-        if let AgentToMaster::TaskLogs { lines } = &message {
-            self.log_lines += lines.len();
-        }
+        self.log_lines += message.log_lines();
         self.queue.push_back(message);
         while self.log_lines > MAX_BUFFERED_LOG_LINES {
             let Some(oldest) = self.queue.iter().position(|m| matches!(m, AgentToMaster::TaskLogs { .. })) else { break };
-            if let Some(AgentToMaster::TaskLogs { lines }) = self.queue.remove(oldest) {
-                self.log_lines -= lines.len();
-                self.dropped_lines += lines.len();
+            if let Some(dropped) = self.queue.remove(oldest) {
+                self.log_lines -= dropped.log_lines();
+                self.dropped_lines += dropped.log_lines();
             }
         }
     }
@@ -143,8 +141,8 @@ impl Outbox {
         }
         while let Some(message) = self.queue.front() {
             send(ws, message).await?;
-            if let Some(AgentToMaster::TaskLogs { lines }) = self.queue.pop_front() {
-                self.log_lines -= lines.len();
+            if let Some(sent) = self.queue.pop_front() {
+                self.log_lines -= sent.log_lines();
             }
         }
         Ok(())
@@ -157,7 +155,7 @@ impl Outbox {
 
 #[cfg(test)]
 mod tests {
-    use resolute_api::agent_protocol::{TaskExitInfo, TaskLogLine, TaskState, TaskStateChanged};
+    use resolute_api::agent_protocol::{StdType, TaskExitInfo, TaskLogBatch, TaskLogLine, TaskState, TaskStateChanged};
 
     use super::*;
 
@@ -179,18 +177,20 @@ mod tests {
     #[test]
     fn outbox_drops_old_logs_but_never_state_changes() {
         let logs = |n: usize| AgentToMaster::TaskLogs {
-            lines: (0..n)
-                .map(|i| TaskLogLine {
-                    container_id: "c".into(),
-                    allocation_id: "a".into(),
-                    task_id: "t".into(),
-                    timestamp: chrono::Utc::now(),
-                    stdtype: "stdout".into(),
-                    rank_id: None,
-                    level: None,
-                    log: format!("{i}\n"),
-                })
-                .collect(),
+            batches: vec![TaskLogBatch {
+                container_id: "c".into(),
+                allocation_id: "a".into(),
+                task_id: "t".into(),
+                lines: (0..n)
+                    .map(|i| TaskLogLine {
+                        timestamp: chrono::Utc::now(),
+                        stdtype: StdType::Stdout,
+                        rank_id: None,
+                        level: None,
+                        log: format!("{i}\n"),
+                    })
+                    .collect(),
+            }],
         };
         let state = AgentToMaster::TaskStateChanged(TaskStateChanged {
             container_id: "c".into(),

@@ -1,11 +1,12 @@
 //! Task output on its way to the master: each captured line becomes a [`TaskLogLine`] (with the
 //! `[rank=N] ` and `LEVEL: ` prefixes parsed as upstream's `ship_logs.py` does), and lines are
 //! batched into `TaskLogs` messages of at most [`MAX_BATCH_LINES`] lines, sent at the latest
-//! [`FLUSH_INTERVAL`] after the first line of a batch.
+//! [`FLUSH_INTERVAL`] after the first line of a batch. Within a message, consecutive lines of one
+//! task share a [`TaskLogBatch`], so the task's ids are sent once.
 
 use std::time::Duration;
 
-use resolute_api::agent_protocol::TaskLogLine;
+use resolute_api::agent_protocol::{LineLevel, StdType, TaskLogBatch, TaskLogLine};
 use tokio::time::Instant;
 
 use crate::events::LogLine;
@@ -16,12 +17,10 @@ pub const MAX_BATCH_LINES: usize = 1000;
 /// A non-empty batch is sent at the latest this long after its first line.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
-const LEVELS: [&str; 5] = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];
-
 /// The parts of one output line: `(rank_id, level, text)`, with the prefixes that gave the rank and
 /// level removed from the text. Mirrors `ship_logs.py`: an optional space, `[rank=N]`, an optional
 /// space; then an optional space, `LEVEL:`, an optional space.
-pub fn parse_line(line: &str) -> (Option<i32>, Option<String>, &str) {
+pub fn parse_line(line: &str) -> (Option<i32>, Option<LineLevel>, &str) {
     let mut rest = line;
     let mut rank = None;
     if let Some((rank_id, after)) = strip_rank(rest) {
@@ -30,7 +29,7 @@ pub fn parse_line(line: &str) -> (Option<i32>, Option<String>, &str) {
     }
     let mut level = None;
     if let Some((name, after)) = strip_level(rest) {
-        level = Some(format!("LOG_LEVEL_{name}"));
+        level = Some(name);
         rest = after;
     }
     (rank, level, rest)
@@ -44,47 +43,53 @@ fn strip_rank(line: &str) -> Option<(i32, &str)> {
     Some((rank, after.strip_prefix(' ').unwrap_or(after)))
 }
 
-fn strip_level(line: &str) -> Option<(&'static str, &str)> {
+fn strip_level(line: &str) -> Option<(LineLevel, &str)> {
     let body = line.strip_prefix(' ').unwrap_or(line);
-    LEVELS.iter().find_map(|name| {
-        let after = body.strip_prefix(name)?.strip_prefix(':')?;
-        Some((*name, after.strip_prefix(' ').unwrap_or(after)))
+    LineLevel::ALL.iter().find_map(|level| {
+        let after = body.strip_prefix(level.name())?.strip_prefix(':')?;
+        Some((*level, after.strip_prefix(' ').unwrap_or(after)))
     })
 }
 
 /// The wire form of a captured line.
-pub fn to_wire(line: LogLine) -> TaskLogLine {
+pub fn to_wire(line: &LogLine) -> TaskLogLine {
     let (rank_id, level, text) = parse_line(&line.log);
     let mut log = String::with_capacity(text.len() + 1);
     log.push_str(text);
     log.push('\n');
-    TaskLogLine {
-        container_id: line.container_id,
-        allocation_id: line.allocation_id,
-        task_id: line.task_id,
-        timestamp: line.timestamp,
-        stdtype: line.stdtype.as_str().to_string(),
-        rank_id,
-        level,
-        log,
-    }
+    let stdtype = match line.stdtype {
+        crate::events::StdType::Stdout => StdType::Stdout,
+        crate::events::StdType::Stderr => StdType::Stderr,
+    };
+    TaskLogLine { timestamp: line.timestamp, stdtype, rank_id, level, log }
 }
 
-/// Lines waiting to be sent, across all tasks (one batch keeps the order between tasks' events).
+/// Lines waiting to be sent, across all tasks (one message keeps the order between tasks' events).
 #[derive(Debug, Default)]
 pub struct LogBatch {
-    lines: Vec<TaskLogLine>,
+    batches: Vec<TaskLogBatch>,
+    lines: usize,
     deadline: Option<Instant>,
 }
 
 impl LogBatch {
-    /// Adds a line; returns true when the batch is full and must be sent now.
-    pub fn push(&mut self, line: TaskLogLine) -> bool {
-        if self.lines.is_empty() {
+    /// Adds a captured line; returns true when the batch is full and must be sent now.
+    pub fn push(&mut self, line: LogLine) -> bool {
+        if self.lines == 0 {
             self.deadline = Some(Instant::now() + FLUSH_INTERVAL);
         }
-        self.lines.push(line);
-        self.lines.len() >= MAX_BATCH_LINES
+        let wire = to_wire(&line);
+        match self.batches.last_mut() {
+            Some(last) if last.container_id == line.container_id && last.task_id == line.task_id => last.lines.push(wire),
+            _ => self.batches.push(TaskLogBatch {
+                container_id: line.container_id,
+                allocation_id: line.allocation_id,
+                task_id: line.task_id,
+                lines: vec![wire],
+            }),
+        }
+        self.lines += 1;
+        self.lines >= MAX_BATCH_LINES
     }
 
     /// When the batch must be sent, if it holds anything.
@@ -93,9 +98,10 @@ impl LogBatch {
     }
 
     /// Takes every waiting line, leaving the batch empty.
-    pub fn take(&mut self) -> Option<Vec<TaskLogLine>> {
+    pub fn take(&mut self) -> Option<Vec<TaskLogBatch>> {
         self.deadline = None;
-        if self.lines.is_empty() { None } else { Some(std::mem::take(&mut self.lines)) }
+        self.lines = 0;
+        if self.batches.is_empty() { None } else { Some(std::mem::take(&mut self.batches)) }
     }
 }
 
@@ -105,9 +111,9 @@ mod tests {
 
     #[test]
     fn rank_and_level_prefixes_are_parsed_and_stripped() {
-        assert_eq!(parse_line("[rank=0] INFO: x"), (Some(0), Some("LOG_LEVEL_INFO".into()), "x"));
-        assert_eq!(parse_line(" [rank=12]WARNING:y z"), (Some(12), Some("LOG_LEVEL_WARNING".into()), "y z"));
-        assert_eq!(parse_line("CRITICAL: boom"), (None, Some("LOG_LEVEL_CRITICAL".into()), "boom"));
+        assert_eq!(parse_line("[rank=0] INFO: x"), (Some(0), Some(LineLevel::Info), "x"));
+        assert_eq!(parse_line(" [rank=12]WARNING:y z"), (Some(12), Some(LineLevel::Warning), "y z"));
+        assert_eq!(parse_line("CRITICAL: boom"), (None, Some(LineLevel::Critical), "boom"));
         assert_eq!(parse_line("[rank=3] plain"), (Some(3), None, "plain"));
         assert_eq!(parse_line("hello INFO: x"), (None, None, "hello INFO: x"));
         assert_eq!(parse_line("[rank=x] INFO: x"), (None, None, "[rank=x] INFO: x"));
@@ -115,41 +121,40 @@ mod tests {
         assert_eq!(parse_line("[rank=99999999999] x"), (None, None, "[rank=99999999999] x"));
     }
 
-    #[test]
-    fn wire_lines_end_with_a_newline() {
-        let line = LogLine {
-            task_id: "t".into(),
+    fn captured(container_id: &str, log: &str) -> LogLine {
+        LogLine {
+            task_id: format!("task-{container_id}"),
             allocation_id: "a".into(),
-            container_id: "c".into(),
+            container_id: container_id.into(),
             timestamp: chrono::Utc::now(),
             stdtype: crate::events::StdType::Stderr,
-            log: "[rank=1] ERROR: bad".into(),
-        };
-        let wire = to_wire(line);
-        assert_eq!((wire.rank_id, wire.level.as_deref(), wire.log.as_str()), (Some(1), Some("LOG_LEVEL_ERROR"), "bad\n"));
-        assert_eq!(wire.stdtype, "stderr");
+            log: log.into(),
+        }
+    }
+
+    #[test]
+    fn wire_lines_end_with_a_newline() {
+        let wire = to_wire(&captured("c", "[rank=1] ERROR: bad"));
+        assert_eq!((wire.rank_id, wire.level, wire.log.as_str()), (Some(1), Some(LineLevel::Error), "bad\n"));
+        assert_eq!(wire.stdtype, StdType::Stderr);
     }
 
     #[tokio::test]
-    async fn batch_fills_and_empties() {
+    async fn batch_fills_and_empties_grouping_consecutive_lines_per_task() {
         let mut batch = LogBatch::default();
         assert!(batch.deadline().is_none() && batch.take().is_none());
-        let line = |i: usize| TaskLogLine {
-            container_id: "c".into(),
-            allocation_id: "a".into(),
-            task_id: "t".into(),
-            timestamp: chrono::Utc::now(),
-            stdtype: "stdout".into(),
-            rank_id: None,
-            level: None,
-            log: format!("{i}\n"),
-        };
+        let containers = ["c1", "c1", "c2", "c1"];
         for i in 0..MAX_BATCH_LINES - 1 {
-            assert!(!batch.push(line(i)));
+            assert!(!batch.push(captured(containers[i % 4], &i.to_string())));
         }
         assert!(batch.deadline().is_some());
-        assert!(batch.push(line(MAX_BATCH_LINES)));
-        assert_eq!(batch.take().map(|l| l.len()), Some(MAX_BATCH_LINES));
-        assert!(batch.deadline().is_none());
+        assert!(batch.push(captured("c1", "last")));
+        let batches = batch.take().unwrap();
+        assert_eq!(batches.iter().map(|b| b.lines.len()).sum::<usize>(), MAX_BATCH_LINES);
+        // c1 c1 | c2 | c1 c1 c1 | c2 | ... | c2 | c1 ("last"): 250 c2 lines between 251 runs of c1.
+        assert_eq!(batches.len(), 250 + 251);
+        assert_eq!((batches[0].container_id.as_str(), batches[0].task_id.as_str(), batches[0].lines.len()), ("c1", "task-c1", 2));
+        assert_eq!(batches.last().map(|b| b.lines.last().map(|l| l.log.as_str())), Some(Some("last\n")));
+        assert!(batch.deadline().is_none() && batch.take().is_none());
     }
 }

@@ -319,7 +319,7 @@ impl Daemon {
     fn handle_local(&mut self, local: Local) {
         match local {
             Local::Event(RuntimeEvent::Log(line)) => {
-                if self.batch.push(log_batch::to_wire(line)) {
+                if self.batch.push(line) {
                     self.flush_batch();
                 }
             }
@@ -383,8 +383,8 @@ impl Daemon {
     }
 
     fn flush_batch(&mut self) {
-        if let Some(lines) = self.batch.take() {
-            self.outbox.push(AgentToMaster::TaskLogs { lines });
+        if let Some(batches) = self.batch.take() {
+            self.outbox.push(AgentToMaster::TaskLogs { batches });
         }
     }
 

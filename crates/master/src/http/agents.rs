@@ -8,13 +8,13 @@ use axum::Json;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::response::Response;
-use resolute_api::agent_protocol::{AgentConnectQuery, AgentToMaster, MasterToAgent, TaskLogLine};
+use resolute_api::agent_protocol::{AgentConnectQuery, AgentToMaster, MasterToAgent};
 use resolute_api::pagination::Pagination;
-use resolute_store::NewLogLine;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
+use super::agent_logs::AgentLogWriter;
 use super::extract::QueryParams;
 use crate::cluster::{AgentView, ClusterEvent, SlotView};
 use crate::error::{ApiError, ApiResult};
@@ -44,6 +44,7 @@ async fn serve_agent(state: AppState, query: AgentConnectQuery, mut socket: WebS
     let agent_id = query.id.clone();
     let (outbox, mut outgoing) = mpsc::unbounded_channel::<MasterToAgent>();
     state.cluster.notify(ClusterEvent::AgentConnected { conn_id, query, outbox });
+    let logs = AgentLogWriter::start(state.clone(), agent_id.clone());
     let mut ping = tokio::time::interval(PING_EVERY);
     loop {
         tokio::select! {
@@ -57,7 +58,7 @@ async fn serve_agent(state: AppState, query: AgentConnectQuery, mut socket: WebS
             }
             incoming = socket.recv() => {
                 match incoming {
-                    Some(Ok(Message::Text(text))) => handle_agent_message(&state, conn_id, &agent_id, text.as_str()).await,
+                    Some(Ok(Message::Text(text))) => handle_agent_message(&state, &logs, conn_id, &agent_id, text.as_str()).await,
                     Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
                     Some(Ok(_)) => {}
                 }
@@ -69,10 +70,11 @@ async fn serve_agent(state: AppState, query: AgentConnectQuery, mut socket: WebS
             }
         }
     }
+    logs.flush().await;
     state.cluster.notify(ClusterEvent::AgentDisconnected { conn_id, agent_id });
 }
 
-async fn handle_agent_message(state: &AppState, conn_id: u64, agent_id: &str, text: &str) {
+async fn handle_agent_message(state: &AppState, logs: &AgentLogWriter, conn_id: u64, agent_id: &str, text: &str) {
     let message: AgentToMaster = match serde_json::from_str(text) {
         Ok(m) => m,
         Err(e) => {
@@ -81,30 +83,12 @@ async fn handle_agent_message(state: &AppState, conn_id: u64, agent_id: &str, te
         }
     };
     match message {
-        // Stored here, in order, before any later state change of the same task reaches the loop.
-        AgentToMaster::TaskLogs { lines } => {
-            let rows: Vec<NewLogLine> = lines.into_iter().map(|l| log_row(agent_id, l)).collect();
-            match state.store.insert_logs(&rows).await {
-                Ok(()) => state.task_logs.notify_new_lines(),
-                Err(e) => tracing::error!(agent = %agent_id, error = %e, lines = rows.len(), "storing task logs failed"),
-            }
+        AgentToMaster::TaskLogs { batches } => logs.push(agent_id, &batches).await,
+        // Everything the agent sent before (its last log lines) is stored before the loop sees this.
+        message => {
+            logs.flush().await;
+            state.cluster.notify(ClusterEvent::AgentMessage { conn_id, agent_id: agent_id.to_owned(), message });
         }
-        message => state.cluster.notify(ClusterEvent::AgentMessage { conn_id, agent_id: agent_id.to_owned(), message }),
-    }
-}
-
-fn log_row(agent_id: &str, line: TaskLogLine) -> NewLogLine {
-    NewLogLine {
-        task_id: line.task_id,
-        allocation_id: Some(line.allocation_id),
-        agent_id: Some(agent_id.to_owned()),
-        container_id: Some(line.container_id),
-        rank_id: line.rank_id,
-        timestamp: line.timestamp,
-        level: Some(line.level.unwrap_or_else(|| "LOG_LEVEL_INFO".to_owned())),
-        log: line.log,
-        source: Some("task".to_owned()),
-        stdtype: Some(line.stdtype),
     }
 }
 

@@ -1,13 +1,11 @@
 //! `GET /api/v1/trials/{trialId}/logs`, `GET /api/v1/tasks/{taskId}/logs` and their
 //! `…/logs/fields`: newline-delimited JSON streams of log lines and of the values filters take.
 
-use std::collections::BTreeSet;
-
 use axum::extract::{Path, State};
 use axum::response::Response;
 use resolute_api::error::ErrorBody;
 use resolute_api::logs::{LogLevel, LogsFieldsQuery, LogsFieldsResponse, LogsQuery, TaskLogsResponse, TrialLogsResponse};
-use resolute_store::{LogFilter, LogRecord};
+use resolute_store::{LogFields, LogFilter, LogRecord};
 use tokio::sync::mpsc;
 
 use super::experiments::{direction, parse_id};
@@ -168,8 +166,8 @@ fn fields_stream(state: AppState, subject: LogSubject, follow: bool, with_alloca
         let mut last: Option<LogsFieldsResponse> = None;
         loop {
             let ended = follow && matches!(state.task_logs.has_ended(&subject).await, Ok(true));
-            let fields = match state.task_logs.all_lines(&subject.task_id).await {
-                Ok(lines) => distinct_fields(&lines, with_allocations),
+            let fields = match state.task_logs.fields(&subject.task_id).await {
+                Ok(fields) => fields_response(fields, with_allocations),
                 Err(e) => {
                     let _ = tx.send(Err(e)).await;
                     return;
@@ -193,17 +191,14 @@ fn fields_stream(state: AppState, subject: LogSubject, follow: bool, with_alloca
     ndjson::stream(rx, |f| f)
 }
 
-fn distinct_fields(lines: &[LogRecord], with_allocations: bool) -> LogsFieldsResponse {
-    fn set<T: Ord + Clone>(values: impl Iterator<Item = Option<T>>) -> Vec<T> {
-        values.flatten().collect::<BTreeSet<T>>().into_iter().collect()
-    }
+fn fields_response(fields: LogFields, with_allocations: bool) -> LogsFieldsResponse {
     LogsFieldsResponse {
-        allocation_ids: with_allocations.then(|| set(lines.iter().map(|l| l.allocation_id.clone()))),
-        agent_ids: set(lines.iter().map(|l| l.agent_id.clone())),
-        container_ids: set(lines.iter().map(|l| l.container_id.clone())),
-        rank_ids: set(lines.iter().map(|l| l.rank_id)),
-        sources: set(lines.iter().map(|l| l.source.clone())),
-        stdtypes: set(lines.iter().map(|l| l.stdtype.clone())),
+        allocation_ids: with_allocations.then_some(fields.allocation_ids),
+        agent_ids: fields.agent_ids,
+        container_ids: fields.container_ids,
+        rank_ids: fields.rank_ids,
+        sources: fields.sources,
+        stdtypes: fields.stdtypes,
     }
 }
 

@@ -1,5 +1,6 @@
 //! The HTTP surface: a thin layer that parses requests, calls services and renders results.
 
+mod agent_logs;
 mod agents;
 mod auth;
 mod checkpoint_download;

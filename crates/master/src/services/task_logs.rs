@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use resolute_store::{LogFilter, LogRecord, OrderDirection, Store, StoreError};
+use resolute_store::{LogFields, LogFilter, LogRecord, OrderDirection, Store, StoreError};
 use tokio::sync::{Notify, mpsc};
 
 use crate::error::{ApiError, ApiResult};
@@ -94,19 +94,9 @@ impl TaskLogService {
         has_ended(self.store.as_ref(), subject).await
     }
 
-    /// Every line of the task, oldest first, for `…/logs/fields`.
-    pub async fn all_lines(&self, task_id: &str) -> ApiResult<Vec<LogRecord>> {
-        let mut lines = Vec::new();
-        let mut filter = LogFilter { limit: Some(BATCH_SIZE), ..LogFilter::default() };
-        loop {
-            let batch = self.store.task_logs(task_id, &filter).await?;
-            let full = batch.len() as i64 == BATCH_SIZE;
-            filter.after_id = batch.last().map(|l| l.id).or(filter.after_id);
-            lines.extend(batch);
-            if !full {
-                return Ok(lines);
-            }
-        }
+    /// The distinct values of the task's lines, for `…/logs/fields`.
+    pub async fn fields(&self, task_id: &str) -> ApiResult<LogFields> {
+        Ok(self.store.task_log_fields(task_id).await?)
     }
 }
 

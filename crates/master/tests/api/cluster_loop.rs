@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use resolute_api::agent_protocol::{
-    AgentDevice, AgentStarted, AgentToMaster, MasterToAgent, StartTask, TaskExitInfo, TaskLogLine, TaskState, TaskStateChanged,
+    AgentDevice, AgentStarted, AgentToMaster, MasterToAgent, StartTask, StdType, TaskExitInfo, TaskLogBatch, TaskLogLine, TaskState,
+    TaskStateChanged,
 };
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -91,16 +92,19 @@ impl FakeAgent {
 
     pub async fn log(&mut self, start: &StartTask, text: &str) {
         let line = TaskLogLine {
-            container_id: start.container_id.clone(),
-            allocation_id: start.allocation_id.clone(),
-            task_id: start.task_id.clone(),
             timestamp: chrono::Utc::now(),
-            stdtype: "stdout".into(),
+            stdtype: StdType::Stdout,
             rank_id: Some(0),
             level: None,
             log: format!("{text}\n"),
         };
-        self.send(AgentToMaster::TaskLogs { lines: vec![line] }).await;
+        let batch = TaskLogBatch {
+            container_id: start.container_id.clone(),
+            allocation_id: start.allocation_id.clone(),
+            task_id: start.task_id.clone(),
+            lines: vec![line],
+        };
+        self.send(AgentToMaster::TaskLogs { batches: vec![batch] }).await;
     }
 
     pub async fn exit(&mut self, start: &StartTask, code: i32) {

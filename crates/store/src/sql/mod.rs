@@ -9,10 +9,12 @@ mod checkpoints;
 mod cluster;
 mod experiments;
 mod lifecycle;
+mod log_group_commit;
 mod metrics;
 mod sessions;
 mod store_impl;
 mod task_logs;
+mod task_logs_legacy;
 mod tasks;
 mod trials;
 mod users;
@@ -56,6 +58,7 @@ pub(crate) enum Pool {
 /// A store over SQLite or PostgreSQL. Cheap to share behind an `Arc`.
 pub struct SqlStore {
     pub(crate) pool: Pool,
+    pub(crate) log_group: log_group_commit::LogGroupCommit,
 }
 
 /// Connection settings for PostgreSQL, named as in upstream's `db` block of master.yaml.
@@ -83,7 +86,9 @@ impl SqlStore {
             .busy_timeout(Duration::from_secs(10));
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Sqlite(pool) })
+        let store = SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default() };
+        store.convert_legacy_logs().await?;
+        Ok(store)
     }
 
     /// A private in-memory SQLite database, for tests.
@@ -92,7 +97,7 @@ impl SqlStore {
         // One connection: every in-memory connection would otherwise be its own database.
         let pool = SqlitePoolOptions::new().max_connections(1).idle_timeout(None).max_lifetime(None).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Sqlite(pool) })
+        Ok(SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default() })
     }
 
     /// Connects to PostgreSQL and applies pending migrations.
@@ -109,7 +114,9 @@ impl SqlStore {
             .connect_with(connect)
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Postgres(pool) })
+        let store = SqlStore { pool: Pool::Postgres(pool), log_group: Default::default() };
+        store.convert_legacy_logs().await?;
+        Ok(store)
     }
 
     /// Closes the pool, waiting for in-flight queries (flushes SQLite's WAL on the way).

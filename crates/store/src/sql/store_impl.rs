@@ -10,10 +10,11 @@ use super::lifecycle::Lifecycle;
 use super::{Pool, SqlStore};
 use crate::Store;
 use crate::error::StoreResult;
+use crate::log_chunk::NewLogChunk;
 use crate::model::{AuthenticatedSession, NewSession, NewUser, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord};
 use crate::model_checkpoints::{CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, NewCheckpoint};
 use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment, ProjectRecord};
-use crate::model_logs::{LogFilter, LogRecord, NewLogLine};
+use crate::model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
 use crate::model_metrics::{BestValidation, MetricRecord, NewMetricReport};
 use crate::model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
@@ -246,8 +247,16 @@ impl Store for SqlStore {
         self.insert_logs_impl(lines).await
     }
 
+    async fn insert_log_chunks(&self, chunks: Vec<NewLogChunk>) -> StoreResult<()> {
+        self.insert_log_chunks_impl(chunks).await
+    }
+
     async fn task_logs(&self, task_id: &str, filter: &LogFilter) -> StoreResult<Vec<LogRecord>> {
         self.task_logs_impl(task_id, filter).await
+    }
+
+    async fn task_log_fields(&self, task_id: &str) -> StoreResult<LogFields> {
+        self.task_log_fields_impl(task_id).await
     }
 
     async fn create_task(&self, task: NewTask) -> StoreResult<TaskRecord> {

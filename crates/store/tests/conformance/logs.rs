@@ -1,4 +1,4 @@
-use resolute_store::{LogFilter, NewLogLine, OrderDirection, Store};
+use resolute_store::{LogFields, LogFilter, LogRecord, NewLogChunk, NewLogLine, OrderDirection, Store};
 
 use crate::fixtures::at;
 
@@ -127,4 +127,120 @@ pub async fn every_filter_selects_matching_lines(store: &dyn Store) {
     let second = store.task_logs("task-f", &LogFilter { after_id: Some(first[4].id), ..combined.clone() }).await.unwrap();
     let got: Vec<_> = first.iter().chain(&second).map(|r| r.log.clone()).collect();
     assert_eq!(got, expected[..10]);
+}
+
+/// `count` lines of the task in one chunk, numbered from `from` in their text.
+fn chunk(task_id: &str, from: i64, count: i64, agent: &str) -> NewLogChunk {
+    let mut chunk =
+        NewLogChunk::new(task_id.into(), Some(format!("{task_id}.1")), Some(agent.into()), Some("c".into()), Some("task".into()));
+    for i in from..from + count {
+        let level = if i % 5 == 0 { "LOG_LEVEL_ERROR" } else { "LOG_LEVEL_INFO" };
+        let stdtype = if i % 2 == 0 { "stdout" } else { "stderr" };
+        chunk.push(at(i), Some((i % 3) as i32), Some(level), Some(stdtype), &format!("line {i}\n"));
+    }
+    chunk
+}
+
+fn numbers(records: &[LogRecord]) -> Vec<i64> {
+    records.iter().map(|r| r.log.trim_end().trim_start_matches("line ").parse::<i64>().unwrap()).collect()
+}
+
+pub async fn reads_cross_chunk_boundaries(store: &dyn Store) {
+    // Chunks of uneven sizes, including single lines and a gap of another task between them.
+    let sizes = [1, 7, 1000, 3, 250, 1, 1];
+    let mut from = 0;
+    for (n, size) in sizes.iter().enumerate() {
+        store.insert_log_chunks(vec![chunk("task-x", from, *size, &format!("agent-{}", n % 2))]).await.unwrap();
+        store.insert_log_chunks(vec![chunk("task-y", from, 2, "agent-0")]).await.unwrap();
+        from += size;
+    }
+    let total = from;
+    let all = store.task_logs("task-x", &LogFilter::default()).await.unwrap();
+    assert_eq!(numbers(&all), (0..total).collect::<Vec<_>>());
+    assert_eq!(all.iter().map(|r| r.id).collect::<Vec<_>>(), (1..=total).collect::<Vec<_>>(), "ids number the task's lines");
+
+    // Pages of 4 ascending and descending meet every line once, in order.
+    for order in [OrderDirection::Asc, OrderDirection::Desc] {
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page =
+                store.task_logs("task-x", &LogFilter { after_id: cursor, order, limit: Some(4), ..Default::default() }).await.unwrap();
+            let Some(last) = page.last() else { break };
+            cursor = Some(last.id);
+            seen.extend(numbers(&page));
+        }
+        let mut expected: Vec<i64> = (0..total).collect();
+        if order == OrderDirection::Desc {
+            expected.reverse();
+        }
+        assert_eq!(seen, expected, "{order:?}");
+    }
+
+    // A tail whose lines span three chunks (1, 1 and 250 lines), then older lines from its cursor.
+    let tail = LogFilter { order: OrderDirection::Desc, limit: Some(5), ..Default::default() };
+    let newest = store.task_logs("task-x", &tail).await.unwrap();
+    assert_eq!(numbers(&newest), [total - 1, total - 2, total - 3, total - 4, total - 5]);
+    let older = store.task_logs("task-x", &LogFilter { after_id: Some(newest[4].id), ..tail.clone() }).await.unwrap();
+    assert_eq!(numbers(&older), [total - 6, total - 7, total - 8, total - 9, total - 10]);
+
+    // Per-line filters with a limit, resumed from a cursor in the middle of a chunk.
+    let errors_rank_0 = LogFilter { levels: vec!["LOG_LEVEL_ERROR".into()], rank_ids: vec![0], limit: Some(3), ..Default::default() };
+    let first = store.task_logs("task-x", &errors_rank_0).await.unwrap();
+    assert_eq!(numbers(&first), [0, 15, 30]);
+    let next = store.task_logs("task-x", &LogFilter { after_id: Some(first[2].id), ..errors_rank_0.clone() }).await.unwrap();
+    assert_eq!(numbers(&next), [45, 60, 75]);
+    let desc = LogFilter { order: OrderDirection::Desc, ..errors_rank_0 };
+    let expected_last: Vec<i64> = (0..total).rev().filter(|i| i % 15 == 0).take(3).collect();
+    assert_eq!(numbers(&store.task_logs("task-x", &desc).await.unwrap()), expected_last);
+
+    // Time bounds inside chunks, the agent (a chunk column) and text search together.
+    let window = LogFilter {
+        timestamp_after: Some(at(5)),
+        timestamp_before: Some(at(1010)),
+        agent_ids: vec!["agent-1".into()],
+        search_text: Some("line 10".into()),
+        ..Default::default()
+    };
+    // Lines 1..=7 come from agent-1 (chunk 1), 8..=1007 from agent-0, 1008..=1010 from agent-1.
+    assert_eq!(numbers(&store.task_logs("task-x", &window).await.unwrap()), [1008, 1009]);
+
+    // Following from the last line sees only what is appended next.
+    let cursor = LogFilter { after_id: all.last().map(|r| r.id), ..Default::default() };
+    assert!(store.task_logs("task-x", &cursor).await.unwrap().is_empty());
+    store.insert_log_chunks(vec![chunk("task-x", total, 2, "agent-0")]).await.unwrap();
+    let appended = store.task_logs("task-x", &cursor).await.unwrap();
+    assert_eq!((numbers(&appended), appended[0].id), (vec![total, total + 1], total + 1));
+
+    let fields = store.task_log_fields("task-x").await.unwrap();
+    assert_eq!(fields.agent_ids, ["agent-0", "agent-1"]);
+    assert_eq!(
+        (fields.allocation_ids, fields.container_ids, fields.sources),
+        (vec!["task-x.1".to_owned()], vec!["c".to_owned()], vec!["task".to_owned()])
+    );
+    assert_eq!((fields.rank_ids, fields.stdtypes), (vec![0, 1, 2], vec!["stderr".to_owned(), "stdout".to_owned()]));
+    assert_eq!(store.task_log_fields("task-none").await.unwrap(), LogFields::default());
+}
+
+pub async fn concurrent_appends_keep_each_batch_whole_and_in_order(store: &dyn Store) {
+    let append = |n: i64| store.insert_log_chunks(vec![chunk("task-c", n * 1000, 100, "a"), chunk("task-d", n * 1000, 10, "a")]);
+    let results = tokio::join!(append(0), append(1), append(2), append(3), append(4), append(5), append(6), append(7));
+    for r in [results.0, results.1, results.2, results.3, results.4, results.5, results.6, results.7] {
+        r.unwrap();
+    }
+    for (task, per_append) in [("task-c", 100), ("task-d", 10)] {
+        let lines = store.task_logs(task, &LogFilter::default()).await.unwrap();
+        assert_eq!(lines.iter().map(|r| r.id).collect::<Vec<_>>(), (1..=8 * per_append).collect::<Vec<_>>());
+        // Each append's lines are consecutive and in order; appends may land in any order.
+        let starts: Vec<i64> = numbers(&lines)
+            .chunks(per_append as usize)
+            .map(|c| {
+                assert_eq!(c, (c[0]..c[0] + per_append).collect::<Vec<_>>());
+                c[0]
+            })
+            .collect();
+        let mut sorted = starts.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..8).map(|n| n * 1000).collect::<Vec<_>>());
+    }
 }

@@ -54,6 +54,8 @@ harness::conformance!(checkpoints::failing_checkpoint_batch_writes_nothing);
 harness::conformance!(checkpoints::late_validation_gives_checkpoint_its_metric);
 harness::conformance!(logs::batch_insert_and_follow);
 harness::conformance!(logs::every_filter_selects_matching_lines);
+harness::conformance!(logs::reads_cross_chunk_boundaries);
+harness::conformance!(logs::concurrent_appends_keep_each_batch_whole_and_in_order);
 harness::conformance!(tasks::create_get_and_list);
 harness::conformance!(tasks::allocation_updates);
 harness::conformance!(tasks::allocation_token_lookup);
