@@ -62,7 +62,10 @@ async fn run(store: Arc<dyn Store>, cluster: ClusterHandle, reporters: Arc<Metri
 
 async fn write_batch(store: &dyn Store, cluster: &ClusterHandle, reporters: &MetricReporterCache, jobs: Vec<Job>) {
     let (reports, waiters): (Vec<_>, Vec<_>) = jobs.into_iter().map(|j| (j.report, (j.reporter, j.reply))).unzip();
-    let admissions = match store.insert_metrics_if_current(&reports).await {
+    let started = std::time::Instant::now();
+    let written = store.insert_metrics_if_current(&reports).await;
+    tracing::debug!(reports = reports.len(), micros = started.elapsed().as_micros(), "metrics batch written");
+    let admissions = match written {
         Ok(admissions) => admissions,
         Err(e) => {
             let error = ApiError::from(e);

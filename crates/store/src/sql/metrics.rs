@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use sqlx::AssertSqlSafe;
 
 use super::args::{Args, BatchInsert, bind_args};
-use super::{SqlStore, on_pool, parse_json};
+use super::{Pool, SqlStore, on_pool, parse_json};
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport, VALIDATION_GROUP};
 use crate::summary;
@@ -30,9 +30,8 @@ const LOCK_TRIAL: &str = "UPDATE trials SET summary_metrics = summary_metrics WH
 /// Bound ids per `IN (...)` list (SQLite binds `$n` by a linear scan: keep statements small).
 const IDS_PER_STATEMENT: usize = 200;
 
-/// [`LOCK_TRIAL`] for many trials at once (also reading the current run, for admission).
-const LOCK_TRIALS_HEAD: &str = "UPDATE trials SET summary_metrics = summary_metrics WHERE id IN";
-const LOCK_TRIALS_TAIL: &str = "RETURNING id, run_id, summary_metrics, total_batches, best_validation";
+/// What a batch reads of its trials (also the current run, for admission); `IN (...)` follows.
+const LOCK_TRIALS_HEAD: &str = "SELECT id, run_id, summary_metrics, total_batches, best_validation FROM trials WHERE id IN";
 
 /// Sessions (of the listed ids) whose allocation is still open.
 const LIVE_SESSIONS: &str = "SELECT s.id FROM allocation_sessions s JOIN allocations a ON a.allocation_id = s.allocation_id \
@@ -219,18 +218,25 @@ impl SqlStore {
         let session_ids: Vec<i64> = sessions.unwrap_or_default().iter().flatten().copied().collect::<BTreeSet<_>>().into_iter().collect();
         let insert = BatchInsert::for_store(self, INSERT_HEAD, INSERT_COLUMNS);
 
+        // The trials' rows are locked by reading them: SQLite's `BEGIN IMMEDIATE` takes the
+        // database's write lock up front, PostgreSQL locks the rows (in id order, as every
+        // metrics writer does) with `FOR UPDATE`.
+        let sqlite = matches!(self.pool, Pool::Sqlite(_));
+        let lock_tail = if sqlite { "" } else { " ORDER BY id FOR UPDATE" };
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
-            // First, so SQLite takes its write lock before anything is read.
+            let mut tx = if sqlite { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
             let mut trials: BTreeMap<i32, (i32, TrialTotals)> = BTreeMap::new();
             for chunk in trial_ids.chunks(IDS_PER_STATEMENT) {
                 let mut args = Args::default();
-                let sql = format!("{LOCK_TRIALS_HEAD} ({}) {LOCK_TRIALS_TAIL}", args.push_list(chunk.iter().copied()));
+                let sql = format!("{LOCK_TRIALS_HEAD} ({}){lock_tail}", args.push_list(chunk.iter().copied()));
                 let rows: Vec<(i32, i32, String, i64, Option<f64>)> =
                     bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
-                for (id, run_id, summary, total_batches, best_validation) in rows {
-                    let totals = TrialTotals { summary: parse_json("summary_metrics", &summary)?, total_batches, best_validation };
-                    trials.insert(id, (run_id, totals));
+                for (id, run_id, text, total_batches, best_validation) in rows {
+                    let summary = match self.summaries.take(id, &text) {
+                        Some(summary) => summary,
+                        None => parse_json("summary_metrics", &text)?,
+                    };
+                    trials.insert(id, (run_id, TrialTotals { summary, total_batches, best_validation }));
                 }
             }
             let mut live_sessions = BTreeSet::new();
@@ -286,7 +292,7 @@ impl SqlStore {
             for r in &accepted {
                 by_trial.entry(r.trial_id).or_default().push(r);
             }
-            let mut saved = Vec::with_capacity(by_trial.len());
+            let mut saved: Vec<(i32, TrialTotals)> = Vec::with_capacity(by_trial.len());
             for (id, own) in by_trial {
                 let Some((_, mut t)) = trials.remove(&id) else { continue };
                 if stale.contains(&id) {
@@ -305,18 +311,14 @@ impl SqlStore {
                 }
                 saved.push((id, t));
             }
-            for chunk in saved.chunks(IDS_PER_STATEMENT / 4) {
+            let texts: Vec<String> = saved.iter().map(|(_, t)| t.summary.to_string()).collect();
+            for (chunk, texts) in saved.chunks(IDS_PER_STATEMENT / 4).zip(texts.chunks(IDS_PER_STATEMENT / 4)) {
                 let mut args = Args::default();
                 let rows: Vec<String> = chunk
                     .iter()
-                    .map(|(id, t)| {
-                        format!(
-                            "({}, {}, {}, {})",
-                            args.push(*id),
-                            args.push(t.summary.to_string()),
-                            args.push(t.total_batches),
-                            args.push(t.best_validation)
-                        )
+                    .zip(texts)
+                    .map(|((id, t), text)| {
+                        format!("({}, {}, {}, {})", args.push(*id), args.push(text), args.push(t.total_batches), args.push(t.best_validation))
                     })
                     .collect();
                 // VALUES names its columns column1..4 on both backends.
@@ -324,6 +326,7 @@ impl SqlStore {
                 bind_args!(sqlx::query(AssertSqlSafe(sql.as_str())), args).execute(&mut *tx).await?;
             }
             tx.commit().await?;
+            self.summaries.put_all(saved.into_iter().zip(texts).map(|((id, t), text)| (id, text, t.summary)));
             Ok(admissions)
         })
     }

@@ -12,6 +12,7 @@ mod lifecycle;
 mod metrics;
 mod sessions;
 mod store_impl;
+mod summary_cache;
 mod task_logs;
 mod tasks;
 mod trials;
@@ -56,6 +57,7 @@ pub(crate) enum Pool {
 /// A store over SQLite or PostgreSQL. Cheap to share behind an `Arc`.
 pub struct SqlStore {
     pub(crate) pool: Pool,
+    pub(crate) summaries: summary_cache::SummaryCache,
 }
 
 /// Connection settings for PostgreSQL, named as in upstream's `db` block of master.yaml.
@@ -83,7 +85,7 @@ impl SqlStore {
             .busy_timeout(Duration::from_secs(10));
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Sqlite(pool) })
+        Ok(SqlStore { pool: Pool::Sqlite(pool), summaries: Default::default() })
     }
 
     /// A private in-memory SQLite database, for tests.
@@ -92,7 +94,7 @@ impl SqlStore {
         // One connection: every in-memory connection would otherwise be its own database.
         let pool = SqlitePoolOptions::new().max_connections(1).idle_timeout(None).max_lifetime(None).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Sqlite(pool) })
+        Ok(SqlStore { pool: Pool::Sqlite(pool), summaries: Default::default() })
     }
 
     /// Connects to PostgreSQL and applies pending migrations.
@@ -109,7 +111,7 @@ impl SqlStore {
             .connect_with(connect)
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Postgres(pool) })
+        Ok(SqlStore { pool: Pool::Postgres(pool), summaries: Default::default() })
     }
 
     /// Closes the pool, waiting for in-flight queries (flushes SQLite's WAL on the way).
