@@ -152,6 +152,17 @@ fn is_better(candidate: f64, incumbent: f64, smaller_is_better: bool) -> bool {
     if smaller_is_better { candidate < incumbent } else { candidate > incumbent }
 }
 
+/// `items` padded to the next power of two by repeating the last one, so the statements built
+/// from a batch take few distinct texts and stay in the prepared-statement cache. Only for
+/// lists where a repeat changes nothing (`IN` lists, idempotent terms, equal rows).
+fn padded<T: Copy>(items: &[T]) -> Vec<T> {
+    let mut out = items.to_vec();
+    if let Some(&last) = items.last() {
+        out.resize(items.len().next_power_of_two(), last);
+    }
+    out
+}
+
 /// Per (trial, group, run): the fewest steps reported, which archives the most.
 fn rollbacks<'a>(reports: &[&'a NewMetricReport]) -> BTreeMap<(i32, &'a str, i32), i64> {
     let mut rollbacks: BTreeMap<(i32, &str, i32), i64> = BTreeMap::new();
@@ -228,7 +239,7 @@ impl SqlStore {
             let mut trials: BTreeMap<i32, (i32, TrialTotals)> = BTreeMap::new();
             for chunk in trial_ids.chunks(IDS_PER_STATEMENT) {
                 let mut args = Args::default();
-                let sql = format!("{LOCK_TRIALS_HEAD} ({}){lock_tail}", args.push_list(chunk.iter().copied()));
+                let sql = format!("{LOCK_TRIALS_HEAD} ({}){lock_tail}", args.push_list(padded(chunk).iter().copied()));
                 let rows: Vec<(i32, i32, String, i64, Option<f64>)> =
                     bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
                 for (id, run_id, text, total_batches, best_validation) in rows {
@@ -242,7 +253,7 @@ impl SqlStore {
             let mut live_sessions = BTreeSet::new();
             for chunk in session_ids.chunks(IDS_PER_STATEMENT) {
                 let mut args = Args::default();
-                let sql = format!("{LIVE_SESSIONS} ({})", args.push_list(chunk.iter().copied()));
+                let sql = format!("{LIVE_SESSIONS} ({})", args.push_list(padded(chunk).iter().copied()));
                 let rows: Vec<(i64,)> = bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
                 live_sessions.extend(rows.into_iter().map(|(id,)| id));
             }
@@ -272,7 +283,7 @@ impl SqlStore {
             let rollbacks: Vec<((i32, &str, i32), i64)> = rollbacks(&accepted).into_iter().collect();
             for chunk in rollbacks.chunks(IDS_PER_STATEMENT / 4) {
                 let mut args = Args::default();
-                let terms: Vec<String> = chunk
+                let terms: Vec<String> = padded(chunk)
                     .iter()
                     .map(|&((trial_id, group, run_id), steps)| {
                         format!(
@@ -312,13 +323,15 @@ impl SqlStore {
                 saved.push((id, t));
             }
             let texts: Vec<String> = saved.iter().map(|(_, t)| t.summary.to_string()).collect();
-            for (chunk, texts) in saved.chunks(IDS_PER_STATEMENT / 4).zip(texts.chunks(IDS_PER_STATEMENT / 4)) {
+            let rows: Vec<(i32, &String, i64, Option<f64>)> =
+                saved.iter().zip(&texts).map(|((id, t), text)| (*id, text, t.total_batches, t.best_validation)).collect();
+            for chunk in rows.chunks(IDS_PER_STATEMENT / 4) {
                 let mut args = Args::default();
-                let rows: Vec<String> = chunk
+                // A repeated row sets the same values again.
+                let rows: Vec<String> = padded(chunk)
                     .iter()
-                    .zip(texts)
-                    .map(|((id, t), text)| {
-                        format!("({}, {}, {}, {})", args.push(*id), args.push(text), args.push(t.total_batches), args.push(t.best_validation))
+                    .map(|&(id, text, total_batches, best_validation)| {
+                        format!("({}, {}, {}, {})", args.push(id), args.push(text), args.push(total_batches), args.push(best_validation))
                     })
                     .collect();
                 // VALUES names its columns column1..4 on both backends.

@@ -28,6 +28,10 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 
 use crate::error::{StoreError, StoreResult};
 
+/// Prepared statements kept per connection: room for the batch paths' statements, whose texts
+/// vary with the batch size (bucketed), beside every fixed query.
+const STATEMENT_CACHE: usize = 400;
+
 /// Parses a JSON column; a document that does not parse is a backend fault.
 pub(crate) fn parse_json(column: &'static str, text: &str) -> StoreResult<serde_json::Value> {
     serde_json::from_str(text).map_err(|e| StoreError::corrupt(column, e))
@@ -82,7 +86,8 @@ impl SqlStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            .statement_cache_capacity(STATEMENT_CACHE);
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
         Ok(SqlStore { pool: Pool::Sqlite(pool), summaries: Default::default() })
@@ -102,6 +107,7 @@ impl SqlStore {
         let ssl_mode = if opts.ssl_mode.is_empty() { PgSslMode::Disable } else { PgSslMode::from_str(&opts.ssl_mode)? };
         let mut connect =
             PgConnectOptions::new().host(&opts.host).port(opts.port).username(&opts.user).database(&opts.database).ssl_mode(ssl_mode);
+        connect = connect.statement_cache_capacity(STATEMENT_CACHE);
         if !opts.password.is_empty() {
             connect = connect.password(&opts.password);
         }
