@@ -2,13 +2,16 @@
 //! task takes everything queued (up to [`MAX_BATCH`]) and stores it in one transaction
 //! (`Store::insert_metrics_if_current`, which checks every report's run and allocation session
 //! in that transaction). A report is acknowledged only after its batch committed; a failed batch
-//! answers every waiter with the error. Reports are written in the order they were queued, so a
-//! trial's reports keep their order, and validations reach the cluster loop after their commit.
+//! answers every waiter with the error. On PostgreSQL a few batches run at once, never two with
+//! the same trial, so a trial's reports commit in the order they were queued; validations reach
+//! the cluster loop after their commit.
 
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use resolute_store::{CurrentMetricReport, MetricAdmission, Store, VALIDATION_GROUP};
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::{self, JoinSet};
 
 use super::metric_reporters::{MetricReporter, MetricReporterCache};
 use crate::cluster::{ClusterEvent, ClusterHandle};
@@ -53,11 +56,67 @@ fn writer_stopped() -> ApiError {
     ApiError::internal()
 }
 
+/// Batches in flight at once. PostgreSQL locks rows, so batches over different trials overlap
+/// their round trips; SQLite has one writer at a time (a second would wait in its busy handler).
+fn depth(store: &dyn Store) -> usize {
+    if store.backend() == "postgres" { 4 } else { 1 }
+}
+
 async fn run(store: Arc<dyn Store>, cluster: ClusterHandle, reporters: Arc<MetricReporterCache>, mut receiver: mpsc::Receiver<Job>) {
-    let mut jobs = Vec::with_capacity(MAX_BATCH);
-    while receiver.recv_many(&mut jobs, MAX_BATCH).await > 0 {
-        write_batch(store.as_ref(), &cluster, &reporters, std::mem::take(&mut jobs)).await;
+    let depth = depth(store.as_ref());
+    let mut received = Vec::with_capacity(MAX_BATCH);
+    let mut pending: VecDeque<Job> = VecDeque::new();
+    // Trials with a batch in flight: their next reports wait, so a trial's reports commit in order.
+    let mut busy: HashSet<i32> = HashSet::new();
+    let mut in_flight: JoinSet<()> = JoinSet::new();
+    let mut trials_of: HashMap<task::Id, Vec<i32>> = HashMap::new();
+    let mut open = true;
+    loop {
+        while in_flight.len() < depth {
+            let batch = take_batch(&mut pending, &busy);
+            if batch.is_empty() {
+                break;
+            }
+            let trials: Vec<i32> = batch.iter().map(|j| j.report.report.trial_id).collect();
+            busy.extend(trials.iter().copied());
+            let (store, cluster, reporters) = (store.clone(), cluster.clone(), reporters.clone());
+            let handle = in_flight.spawn(async move { write_batch(store.as_ref(), &cluster, &reporters, batch).await });
+            trials_of.insert(handle.id(), trials);
+        }
+        // With nothing in flight, `busy` is empty, so everything pending was started above.
+        if !open && in_flight.is_empty() {
+            return;
+        }
+        tokio::select! {
+            n = receiver.recv_many(&mut received, MAX_BATCH), if open && pending.len() < MAX_BATCH => {
+                open = n > 0;
+                pending.extend(received.drain(..));
+            }
+            Some(done) = in_flight.join_next_with_id() => {
+                // A panicked batch dropped its waiters' replies; they answer "internal error".
+                let id = done.map_or_else(|e| e.id(), |(id, ())| id);
+                for trial in trials_of.remove(&id).unwrap_or_default() {
+                    busy.remove(&trial);
+                }
+            }
+        }
     }
+}
+
+/// The next batch: queued reports in order, up to [`MAX_BATCH`], skipping trials with a batch in
+/// flight (all of such a trial's reports stay queued, in order).
+fn take_batch(pending: &mut VecDeque<Job>, busy: &HashSet<i32>) -> Vec<Job> {
+    let mut batch = Vec::new();
+    let mut kept = VecDeque::new();
+    while let Some(job) = pending.pop_front() {
+        if batch.len() < MAX_BATCH && !busy.contains(&job.report.report.trial_id) {
+            batch.push(job);
+        } else {
+            kept.push_back(job);
+        }
+    }
+    *pending = kept;
+    batch
 }
 
 async fn write_batch(store: &dyn Store, cluster: &ClusterHandle, reporters: &MetricReporterCache, jobs: Vec<Job>) {
@@ -127,6 +186,24 @@ mod tests {
             searcher_metric: None,
         };
         CurrentMetricReport { report, allocation_session_id: None }
+    }
+
+    #[test]
+    fn batches_skip_busy_trials_and_keep_their_order() {
+        let job = |trial_id: i32, steps: i64| {
+            let mut report = report(trial_id);
+            report.report.steps_completed = steps;
+            Job { report, reporter: None, reply: oneshot::channel().0 }
+        };
+        let mut pending: VecDeque<Job> = [job(1, 1), job(2, 1), job(1, 2), job(3, 1), job(2, 2)].into_iter().collect();
+        let busy: HashSet<i32> = [2].into_iter().collect();
+        let key = |j: &Job| (j.report.report.trial_id, j.report.report.steps_completed);
+        let batch = take_batch(&mut pending, &busy);
+        assert_eq!(batch.iter().map(key).collect::<Vec<_>>(), [(1, 1), (1, 2), (3, 1)]);
+        assert_eq!(pending.iter().map(key).collect::<Vec<_>>(), [(2, 1), (2, 2)]);
+        let batch = take_batch(&mut pending, &HashSet::new());
+        assert_eq!(batch.iter().map(key).collect::<Vec<_>>(), [(2, 1), (2, 2)]);
+        assert!(pending.is_empty());
     }
 
     #[tokio::test]

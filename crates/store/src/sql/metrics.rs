@@ -280,7 +280,10 @@ impl SqlStore {
             }
             // After the insert, so a batch that mixes runs also archives its own superseded rows.
             let mut stale = BTreeSet::new();
-            let rollbacks: Vec<((i32, &str, i32), i64)> = rollbacks(&accepted).into_iter().collect();
+            // Runs start at 1, and admitted reports are of their trial's current run: one of run 1
+            // has no earlier run to roll back (plain inserts may carry any run id).
+            let rollbacks: Vec<((i32, &str, i32), i64)> =
+                rollbacks(&accepted).into_iter().filter(|((_, _, run_id), _)| sessions.is_none() || *run_id > 1).collect();
             for chunk in rollbacks.chunks(IDS_PER_STATEMENT / 4) {
                 let mut args = Args::default();
                 let terms: Vec<String> = padded(chunk)
