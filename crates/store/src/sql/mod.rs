@@ -88,7 +88,9 @@ impl SqlStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
             .statement_cache_capacity(STATEMENT_CACHE);
-        let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).connect_with(options).await?;
+        // No ping before handing out a connection: a local file does not drop connections, and the
+        // ping is a round trip to the connection's thread on every query.
+        let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).test_before_acquire(false).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
         Ok(SqlStore { pool: Pool::Sqlite(pool), summaries: Default::default() })
     }
