@@ -63,11 +63,6 @@ impl MetricReporterCache {
         let mut entries = self.entries.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         entries.remove(token_hash);
     }
-
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.entries.read().unwrap_or_else(|poisoned| poisoned.into_inner()).len()
-    }
 }
 
 #[cfg(test)]
@@ -92,6 +87,5 @@ mod tests {
         assert_eq!(cache.get("h").map(|r| r.trial_id), Some(1));
         cache.remove("h");
         assert!(cache.get("h").is_none());
-        assert_eq!(cache.len(), 0);
     }
 }
