@@ -35,7 +35,9 @@ pub use model_experiments::{
     NewExperiment, ProjectRecord,
 };
 pub use model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
-pub use model_metrics::{BestValidation, MetricRecord, NewMetricReport, SearcherMetric, TRAINING_GROUP, VALIDATION_GROUP};
+pub use model_metrics::{
+    BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport, SearcherMetric, TRAINING_GROUP, VALIDATION_GROUP,
+};
 pub use model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
@@ -135,6 +137,11 @@ pub trait Store: Send + Sync + 'static {
     /// group and run, and updating each trial's `summary_metrics`, `total_batches` and
     /// `best_validation`. `NotFound` (and nothing written) when a trial does not exist.
     async fn insert_metrics(&self, reports: &[NewMetricReport]) -> StoreResult<()>;
+    /// Like `insert_metrics`, for reports from running tasks (one transaction for many callers):
+    /// each report is checked in the transaction (its trial exists, its run is the trial's
+    /// current one, its allocation session is still open) and only admitted ones are stored.
+    /// Returns one admission per report, in order; an `Err` means nothing was written.
+    async fn insert_metrics_if_current(&self, reports: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>>;
     /// Archives the trial's live metrics (of `group`, or all) from runs before `run_id` with
     /// more than `steps_completed` steps, as when a run restores a checkpoint; returns how many.
     async fn archive_metrics_after(&self, trial_id: i32, run_id: i32, steps_completed: i64, group: Option<&str>) -> StoreResult<u64>;

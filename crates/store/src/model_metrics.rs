@@ -32,6 +32,30 @@ pub struct NewMetricReport {
     pub searcher_metric: Option<SearcherMetric>,
 }
 
+/// A report from a running task for `insert_metrics_if_current`: stored only if, when its
+/// transaction runs, its run is still the trial's current one and its allocation session (when
+/// given) still belongs to an open allocation.
+#[derive(Clone, Debug)]
+pub struct CurrentMetricReport {
+    pub report: NewMetricReport,
+    /// The allocation session (token) the report came with; `None` for a user session.
+    pub allocation_session_id: Option<i64>,
+}
+
+/// What became of one report given to `insert_metrics_if_current`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricAdmission {
+    Stored,
+    /// Not stored: the trial has moved on to `current_run_id`.
+    StaleRun {
+        current_run_id: i32,
+    },
+    /// Not stored: the allocation session was deleted or its allocation has ended.
+    SessionEnded,
+    /// Not stored: the trial does not exist.
+    TrialNotFound,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct MetricRecord {
     pub id: i64,

@@ -6,7 +6,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use crate::error::ApiError;
-use crate::services::{Principal, RuntimeCaller, authenticate_allocation_token};
+use crate::services::{MetricsCaller, Principal, RuntimeCaller, authenticate_allocation_token};
 use crate::state::AppState;
 
 /// The header the upstream harness authenticates with (gRPC metadata `x-allocation-token`).
@@ -30,6 +30,19 @@ impl FromRequestParts<AppState> for RuntimeCaller {
         match allocation_token(parts) {
             Some(token) => Ok(RuntimeCaller::Task(authenticate_allocation_token(state.store.as_ref(), token?).await?)),
             None => Ok(RuntimeCaller::User(Principal::from_request_parts(parts, state).await?)),
+        }
+    }
+}
+
+/// The metric-report endpoints remember a token's reporter (see `services::metric_reporters`);
+/// the writer re-checks the allocation when it stores the report.
+impl FromRequestParts<AppState> for MetricsCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match allocation_token(parts) {
+            Some(token) => Ok(MetricsCaller::Task(state.runtime.metric_reporter(token?).await?)),
+            None => Ok(MetricsCaller::User(Principal::from_request_parts(parts, state).await?)),
         }
     }
 }

@@ -16,7 +16,7 @@ use super::experiments::parse_id;
 use super::extract::JsonBody;
 use crate::error::{ApiError, ApiResult};
 use crate::services::trial_runtime::MetricReport;
-use crate::services::{Principal, RuntimeCaller};
+use crate::services::{MetricsCaller, Principal, RuntimeCaller};
 use crate::state::AppState;
 
 fn report(m: TrialMetrics) -> MetricReport {
@@ -36,7 +36,7 @@ fn report(m: TrialMetrics) -> MetricReport {
     security(("bearer" = [])))]
 pub async fn report_metrics(
     State(state): State<AppState>,
-    caller: RuntimeCaller,
+    caller: MetricsCaller,
     Path(id): Path<String>,
     JsonBody(req): JsonBody<ReportTrialMetricsRequest>,
 ) -> ApiResult<Json<Empty>> {
@@ -48,7 +48,7 @@ pub async fn report_metrics(
 /// Legacy `…/training_metrics`: the body is the report itself.
 pub async fn report_training_metrics(
     State(state): State<AppState>,
-    caller: RuntimeCaller,
+    caller: MetricsCaller,
     Path(id): Path<String>,
     JsonBody(metrics): JsonBody<TrialMetrics>,
 ) -> ApiResult<Json<Empty>> {
@@ -59,7 +59,7 @@ pub async fn report_training_metrics(
 /// Legacy `…/validation_metrics`.
 pub async fn report_validation_metrics(
     State(state): State<AppState>,
-    caller: RuntimeCaller,
+    caller: MetricsCaller,
     Path(id): Path<String>,
     JsonBody(metrics): JsonBody<TrialMetrics>,
 ) -> ApiResult<Json<Empty>> {

@@ -5,13 +5,17 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use resolute_store::{NewMetricReport, SearcherMetric, Store, StoreError, VALIDATION_GROUP, db_now};
+use resolute_store::{CurrentMetricReport, NewMetricReport, SearcherMetric, Store, StoreError, VALIDATION_GROUP, db_now};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::Principal;
+use super::allocation_tokens::authenticate_allocation_token;
 use super::experiments::searcher_metric;
+use super::metric_reporters::{MetricReporter, MetricReporterCache, MetricsCaller};
+use super::metrics_writer::MetricsWriter;
 use super::trial_runtime_access::{Access, RuntimeCaller, ensure_owner};
+use crate::auth::token;
 use crate::cluster::{ClusterEvent, ClusterHandle};
 use crate::error::{ApiError, ApiResult};
 
@@ -34,16 +38,23 @@ pub struct MetricReport {
 pub struct TrialRuntimeService {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) cluster: ClusterHandle,
+    metrics: MetricsWriter,
+    reporters: Arc<MetricReporterCache>,
 }
 
 impl TrialRuntimeService {
+    /// Starts the metrics writer task: call within a Tokio runtime.
     pub fn new(store: Arc<dyn Store>, cluster: ClusterHandle) -> Self {
-        TrialRuntimeService { store, cluster }
+        let reporters = Arc::new(MetricReporterCache::default());
+        let metrics = MetricsWriter::spawn(store.clone(), cluster.clone(), reporters.clone());
+        TrialRuntimeService { store, cluster, metrics, reporters }
     }
 
-    /// Stores a report. A report from a run that is not the trial's current one is stale (a
-    /// previous allocation still talking) and is refused with 400, as upstream's run id check does.
-    pub async fn report_metrics(&self, caller: &RuntimeCaller, path_trial_id: i32, group: &str, report: MetricReport) -> ApiResult<()> {
+    /// Stores a report (through the group-commit writer). A report from a run that is not the
+    /// trial's current one is stale (a previous allocation still talking) and is refused with
+    /// 400, as upstream's run id check does; that and the token's allocation are checked in the
+    /// transaction that writes it.
+    pub async fn report_metrics(&self, caller: &MetricsCaller, path_trial_id: i32, group: &str, report: MetricReport) -> ApiResult<()> {
         if report.trial_id != path_trial_id {
             return Err(ApiError::invalid(format!(
                 "metrics.trialId ({}) does not match the trial in the path ({path_trial_id})",
@@ -60,40 +71,61 @@ impl TrialRuntimeService {
         if steps_completed < 0 {
             return Err(ApiError::invalid(format!("metrics.stepsCompleted must not be negative, got {steps_completed}")));
         }
-        let trial = self.trial_for(caller, path_trial_id, Access::Write).await?;
-        if report.trial_run_id != trial.run_id {
-            return Err(ApiError::invalid(format!(
-                "stale report: metrics.trialRunId is {} but trial {} is on run {}",
-                report.trial_run_id, trial.id, trial.run_id
-            )));
-        }
-        let searcher = if group == VALIDATION_GROUP {
-            let experiment = self.store.experiment_by_id(trial.experiment_id).await?;
-            let (name, smaller_is_better) = searcher_metric(&experiment.config);
-            name.map(|name| SearcherMetric { name: name.to_owned(), smaller_is_better })
-        } else {
-            None
+        let validation = group == VALIDATION_GROUP;
+        let (reporter, searcher_metric) = match caller {
+            MetricsCaller::Task(task) => {
+                if task.trial_id != path_trial_id {
+                    return Err(ApiError::forbidden(format!(
+                        "an allocation token may only access its own trial (trial {}); use a user session for anything else",
+                        task.trial_id
+                    )));
+                }
+                (Some(task.clone()), task.searcher_metric.clone().filter(|_| validation))
+            }
+            MetricsCaller::User(user) => {
+                let trial = self.trial_for(&RuntimeCaller::User(user.clone()), path_trial_id, Access::Write).await?;
+                let searcher = if validation { self.searcher_metric_of(trial.experiment_id).await? } else { None };
+                (None, searcher)
+            }
         };
         let new = NewMetricReport {
-            trial_id: trial.id,
+            trial_id: path_trial_id,
             trial_run_id: report.trial_run_id,
             group: group.to_owned(),
             steps_completed,
             report_time: report.report_time.unwrap_or_else(db_now),
-            avg_metrics: avg_metrics.clone(),
+            avg_metrics,
             batch_metrics: report.batch_metrics.unwrap_or_default(),
-            searcher_metric: searcher,
+            searcher_metric,
         };
-        self.store.insert_metrics(std::slice::from_ref(&new)).await?;
-        if group == VALIDATION_GROUP {
-            self.cluster.notify(ClusterEvent::ValidationReported {
-                trial_id: trial.id,
-                trial_run_id: report.trial_run_id,
-                steps_completed,
-                metrics: avg_metrics,
-            });
+        let allocation_session_id = reporter.as_ref().map(|r| r.session_id);
+        self.metrics.write(CurrentMetricReport { report: new, allocation_session_id }, reporter).await
+    }
+
+    /// The reporter behind an allocation token, from the cache or (once per token) the store:
+    /// 401 for an invalid or ended token, 403 for a task that is not a trial.
+    pub async fn metric_reporter(&self, token: &str) -> ApiResult<Arc<MetricReporter>> {
+        let token_hash = token::token_hash(token);
+        if let Some(reporter) = self.reporters.get(&token_hash) {
+            return Ok(reporter);
         }
-        Ok(())
+        let task = authenticate_allocation_token(self.store.as_ref(), token).await?;
+        let trial = self.own_trial(&task).await?;
+        let reporter = Arc::new(MetricReporter {
+            token_hash,
+            session_id: task.session_id,
+            allocation_id: task.allocation.allocation_id,
+            trial_id: trial.id,
+            searcher_metric: self.searcher_metric_of(trial.experiment_id).await?,
+        });
+        self.reporters.insert(reporter.clone());
+        Ok(reporter)
+    }
+
+    async fn searcher_metric_of(&self, experiment_id: i32) -> ApiResult<Option<SearcherMetric>> {
+        let experiment = self.store.experiment_by_id(experiment_id).await?;
+        let (name, smaller_is_better) = searcher_metric(&experiment.config);
+        Ok(name.map(|name| SearcherMetric { name: name.to_owned(), smaller_is_better }))
     }
 
     /// Progress in [0, 1] of the trial's searcher length.

@@ -12,9 +12,9 @@ use serde_json::{Map, Value, json};
 use sqlx::AssertSqlSafe;
 
 use super::args::{Args, BatchInsert, bind_args};
-use super::{SqlStore, on_pool, parse_json};
+use super::{Pool, SqlStore, on_pool, parse_json};
 use crate::error::{StoreError, StoreResult};
-use crate::model_metrics::{BestValidation, MetricRecord, NewMetricReport, VALIDATION_GROUP};
+use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport, VALIDATION_GROUP};
 use crate::summary;
 
 const METRIC_COLUMNS: &str = "id, trial_id, trial_run_id, metric_group, steps_completed, report_time, body, archived";
@@ -26,6 +26,22 @@ const INSERT_COLUMNS: usize = 6;
 /// it takes the write lock before anything is read) and reads what the batch updates.
 const LOCK_TRIAL: &str = "UPDATE trials SET summary_metrics = summary_metrics WHERE id = $1 \
      RETURNING summary_metrics, total_batches, best_validation";
+
+/// Bound ids per `IN (...)` list (SQLite binds `$n` by a linear scan: keep statements small).
+const IDS_PER_STATEMENT: usize = 200;
+
+/// What a batch reads of its trials (also the current run, for admission); `IN (...)` follows.
+const LOCK_TRIALS_HEAD: &str = "SELECT id, run_id, summary_metrics, total_batches, best_validation FROM trials WHERE id IN";
+
+/// Sessions (of the listed ids) whose allocation is still open.
+const LIVE_SESSIONS: &str = "SELECT s.id FROM allocation_sessions s JOIN allocations a ON a.allocation_id = s.allocation_id \
+     WHERE a.end_time IS NULL AND s.id IN";
+
+/// [`ARCHIVE`] for many (trial, group, run) at once: `(...) OR (...)` follows.
+const ARCHIVE_ANY_HEAD: &str = "UPDATE metrics SET archived = TRUE WHERE archived = FALSE AND";
+
+/// [`SAVE_TRIAL`] for many trials: `(VALUES (id, summary, total, best), ...)` follows.
+const SAVE_TRIALS_HEAD: &str = "UPDATE trials SET summary_metrics = v.column2, total_batches = v.column3, best_validation = v.column4 FROM";
 
 const ARCHIVE: &str = "UPDATE metrics SET archived = TRUE WHERE trial_id = $1 AND archived = FALSE \
      AND trial_run_id < $2 AND steps_completed > $3 AND ($4 IS NULL OR metric_group = $4)";
@@ -69,12 +85,17 @@ impl MetricRow {
 }
 
 /// The stored body, shaped as upstream's: `{"avgMetrics": {...}, "batchMetrics": [...]}`.
-fn body_text(report: &NewMetricReport) -> String {
-    let mut body = json!({"avgMetrics": report.avg_metrics});
+fn body_text(report: &NewMetricReport) -> StoreResult<String> {
+    // Serialised by reference: building a `json!` value first would deep-copy the metrics.
+    let mut body = String::with_capacity(256);
+    body.push_str("{\"avgMetrics\":");
+    body.push_str(&serde_json::to_string(&report.avg_metrics).map_err(|e| StoreError::corrupt("body", e))?);
     if !report.batch_metrics.is_empty() {
-        body["batchMetrics"] = Value::Array(report.batch_metrics.clone());
+        body.push_str(",\"batchMetrics\":");
+        body.push_str(&serde_json::to_string(&report.batch_metrics).map_err(|e| StoreError::corrupt("body", e))?);
     }
-    body.to_string()
+    body.push('}');
+    Ok(body)
 }
 
 fn split_body(mut body: Value) -> (Map<String, Value>, Vec<Value>) {
@@ -131,23 +152,120 @@ fn is_better(candidate: f64, incumbent: f64, smaller_is_better: bool) -> bool {
     if smaller_is_better { candidate < incumbent } else { candidate > incumbent }
 }
 
+/// `items` padded to the next power of two by repeating the last one, so the statements built
+/// from a batch take few distinct texts and stay in the prepared-statement cache. Only for
+/// lists where a repeat changes nothing (`IN` lists, idempotent terms, equal rows).
+fn padded<T: Copy>(items: &[T]) -> Vec<T> {
+    let mut out = items.to_vec();
+    if let Some(&last) = items.last() {
+        out.resize(items.len().next_power_of_two(), last);
+    }
+    out
+}
+
+/// Per (trial, group, run): the fewest steps reported, which archives the most.
+fn rollbacks<'a>(reports: &[&'a NewMetricReport]) -> BTreeMap<(i32, &'a str, i32), i64> {
+    let mut rollbacks: BTreeMap<(i32, &str, i32), i64> = BTreeMap::new();
+    for r in reports {
+        let steps = rollbacks.entry((r.trial_id, r.group.as_str(), r.trial_run_id)).or_insert(r.steps_completed);
+        *steps = (*steps).min(r.steps_completed);
+    }
+    rollbacks
+}
+
+/// Decides each report's fate from the locked trials (id → current run) and the live sessions.
+/// Without `sessions` (plain inserts) every report is stored, and a missing trial is an error.
+fn admit(
+    reports: &[&NewMetricReport],
+    sessions: Option<&[Option<i64>]>,
+    trials: &BTreeMap<i32, (i32, TrialTotals)>,
+    live_sessions: &BTreeSet<i64>,
+) -> StoreResult<Vec<MetricAdmission>> {
+    reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let Some((run_id, _)) = trials.get(&r.trial_id) else {
+                return if sessions.is_some() {
+                    Ok(MetricAdmission::TrialNotFound)
+                } else {
+                    Err(StoreError::not_found("trial", r.trial_id))
+                };
+            };
+            let Some(sessions) = sessions else { return Ok(MetricAdmission::Stored) };
+            if sessions.get(i).copied().flatten().is_some_and(|s| !live_sessions.contains(&s)) {
+                Ok(MetricAdmission::SessionEnded)
+            } else if r.trial_run_id != *run_id {
+                Ok(MetricAdmission::StaleRun { current_run_id: *run_id })
+            } else {
+                Ok(MetricAdmission::Stored)
+            }
+        })
+        .collect()
+}
+
 impl SqlStore {
     pub(crate) async fn insert_metrics_impl(&self, reports: &[NewMetricReport]) -> StoreResult<()> {
+        let reports: Vec<&NewMetricReport> = reports.iter().collect();
+        self.write_metrics(&reports, None).await.map(drop)
+    }
+
+    pub(crate) async fn insert_metrics_if_current_impl(&self, reports: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>> {
+        let sessions: Vec<Option<i64>> = reports.iter().map(|r| r.allocation_session_id).collect();
+        let reports: Vec<&NewMetricReport> = reports.iter().map(|r| &r.report).collect();
+        self.write_metrics(&reports, Some(&sessions)).await
+    }
+
+    /// One transaction for the whole batch, with a fixed number of statements however many
+    /// trials it spans: lock the trials, check sessions (admission path), insert, archive,
+    /// save the trials. `sessions` is `None` for plain inserts: no per-report checks, and a
+    /// missing trial fails the batch.
+    async fn write_metrics(&self, reports: &[&NewMetricReport], sessions: Option<&[Option<i64>]>) -> StoreResult<Vec<MetricAdmission>> {
         if reports.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         // Sorted, so concurrent batches lock shared trials in the same order.
-        let trial_ids: BTreeSet<i32> = reports.iter().map(|r| r.trial_id).collect();
-        // Per (trial, group, run): the fewest steps reported, which archives the most.
-        let mut rollbacks: BTreeMap<(i32, &str, i32), i64> = BTreeMap::new();
-        for r in reports {
-            let steps = rollbacks.entry((r.trial_id, r.group.as_str(), r.trial_run_id)).or_insert(r.steps_completed);
-            *steps = (*steps).min(r.steps_completed);
-        }
+        let trial_ids: Vec<i32> = reports.iter().map(|r| r.trial_id).collect::<BTreeSet<_>>().into_iter().collect();
+        let session_ids: Vec<i64> = sessions.unwrap_or_default().iter().flatten().copied().collect::<BTreeSet<_>>().into_iter().collect();
         let insert = BatchInsert::for_store(self, INSERT_HEAD, INSERT_COLUMNS);
-        let statements: Vec<(String, Args)> = reports
-            .chunks(insert.rows_per_statement())
-            .map(|chunk| {
+
+        // The trials' rows are locked by reading them: SQLite's `BEGIN IMMEDIATE` takes the
+        // database's write lock up front, PostgreSQL locks the rows (in id order, as every
+        // metrics writer does) with `FOR UPDATE`.
+        let sqlite = matches!(self.pool, Pool::Sqlite(_));
+        let lock_tail = if sqlite { "" } else { " ORDER BY id FOR UPDATE" };
+        on_pool!(self, pool => {
+            let mut tx = if sqlite { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut trials: BTreeMap<i32, (i32, TrialTotals)> = BTreeMap::new();
+            for chunk in trial_ids.chunks(IDS_PER_STATEMENT) {
+                let mut args = Args::default();
+                let sql = format!("{LOCK_TRIALS_HEAD} ({}){lock_tail}", args.push_list(padded(chunk).iter().copied()));
+                let rows: Vec<(i32, i32, String, i64, Option<f64>)> =
+                    bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
+                for (id, run_id, text, total_batches, best_validation) in rows {
+                    let summary = match self.summaries.take(id, &text) {
+                        Some(summary) => summary,
+                        None => parse_json("summary_metrics", &text)?,
+                    };
+                    trials.insert(id, (run_id, TrialTotals { summary, total_batches, best_validation }));
+                }
+            }
+            let mut live_sessions = BTreeSet::new();
+            for chunk in session_ids.chunks(IDS_PER_STATEMENT) {
+                let mut args = Args::default();
+                let sql = format!("{LIVE_SESSIONS} ({})", args.push_list(padded(chunk).iter().copied()));
+                let rows: Vec<(i64,)> = bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
+                live_sessions.extend(rows.into_iter().map(|(id,)| id));
+            }
+            let admissions = admit(reports, sessions, &trials, &live_sessions)?;
+            let accepted: Vec<&NewMetricReport> =
+                reports.iter().zip(&admissions).filter(|(_, a)| **a == MetricAdmission::Stored).map(|(r, _)| *r).collect();
+            if accepted.is_empty() {
+                tx.rollback().await?;
+                return Ok(admissions);
+            }
+
+            for chunk in accepted.chunks(insert.rows_per_statement()) {
                 let mut args = Args::default();
                 for r in chunk {
                     args.push(r.trial_id);
@@ -155,65 +273,77 @@ impl SqlStore {
                     args.push(&r.group);
                     args.push(r.steps_completed);
                     args.push(r.report_time);
-                    args.push(body_text(r));
+                    args.push(body_text(r)?);
                 }
-                (insert.sql(chunk.len()), args)
-            })
-            .collect();
-
-        on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
-            let mut totals = BTreeMap::new();
-            for &id in &trial_ids {
-                let row: Option<(String, i64, Option<f64>)> = sqlx::query_as(LOCK_TRIAL).bind(id).fetch_optional(&mut *tx).await?;
-                let Some((summary, total_batches, best_validation)) = row else {
-                    return Err(StoreError::not_found("trial", id));
-                };
-                totals.insert(id, TrialTotals { summary: parse_json("summary_metrics", &summary)?, total_batches, best_validation });
-            }
-            for (sql, args) in &statements {
+                let sql = insert.sql(chunk.len());
                 bind_args!(sqlx::query(AssertSqlSafe(sql.as_str())), args).execute(&mut *tx).await?;
             }
             // After the insert, so a batch that mixes runs also archives its own superseded rows.
             let mut stale = BTreeSet::new();
-            for (&(trial_id, group, run_id), &steps) in &rollbacks {
-                let archived = sqlx::query(ARCHIVE)
-                    .bind(trial_id)
-                    .bind(run_id)
-                    .bind(steps)
-                    .bind(Some(group))
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                if archived > 0 {
-                    stale.insert(trial_id);
-                }
+            // Runs start at 1, and admitted reports are of their trial's current run: one of run 1
+            // has no earlier run to roll back (plain inserts may carry any run id).
+            let rollbacks: Vec<((i32, &str, i32), i64)> =
+                rollbacks(&accepted).into_iter().filter(|((_, _, run_id), _)| sessions.is_none() || *run_id > 1).collect();
+            for chunk in rollbacks.chunks(IDS_PER_STATEMENT / 4) {
+                let mut args = Args::default();
+                let terms: Vec<String> = padded(chunk)
+                    .iter()
+                    .map(|&((trial_id, group, run_id), steps)| {
+                        format!(
+                            "(trial_id = {} AND metric_group = {} AND trial_run_id < {} AND steps_completed > {})",
+                            args.push(trial_id),
+                            args.push(group),
+                            args.push(run_id),
+                            args.push(steps)
+                        )
+                    })
+                    .collect();
+                let sql = format!("{ARCHIVE_ANY_HEAD} ({}) RETURNING trial_id", terms.join(" OR "));
+                let rows: Vec<(i32,)> = bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
+                stale.extend(rows.into_iter().map(|(id,)| id));
             }
-            for (&id, t) in totals.iter_mut() {
+            let mut by_trial: BTreeMap<i32, Vec<&NewMetricReport>> = BTreeMap::new();
+            for r in &accepted {
+                by_trial.entry(r.trial_id).or_default().push(r);
+            }
+            let mut saved: Vec<(i32, TrialTotals)> = Vec::with_capacity(by_trial.len());
+            for (id, own) in by_trial {
+                let Some((_, mut t)) = trials.remove(&id) else { continue };
                 if stale.contains(&id) {
                     let live: Vec<(String, i64, String)> = sqlx::query_as(LIVE_METRICS).bind(id).fetch_all(&mut *tx).await?;
                     t.recompute(live)?;
                 } else {
-                    for r in reports.iter().filter(|r| r.trial_id == id) {
+                    for r in &own {
                         t.fold(&r.group, r.steps_completed, &r.avg_metrics);
                     }
                 }
-                for r in reports.iter().filter(|r| r.trial_id == id) {
+                for r in &own {
                     t.offer_validation(r);
                     if let Some(value) = searcher_value(r) {
                         sqlx::query(BACKFILL_CHECKPOINT_METRIC).bind(id).bind(r.steps_completed).bind(value).execute(&mut *tx).await?;
                     }
                 }
-                sqlx::query(SAVE_TRIAL)
-                    .bind(id)
-                    .bind(t.summary.to_string())
-                    .bind(t.total_batches)
-                    .bind(t.best_validation)
-                    .execute(&mut *tx)
-                    .await?;
+                saved.push((id, t));
+            }
+            let texts: Vec<String> = saved.iter().map(|(_, t)| t.summary.to_string()).collect();
+            let rows: Vec<(i32, &String, i64, Option<f64>)> =
+                saved.iter().zip(&texts).map(|((id, t), text)| (*id, text, t.total_batches, t.best_validation)).collect();
+            for chunk in rows.chunks(IDS_PER_STATEMENT / 4) {
+                let mut args = Args::default();
+                // A repeated row sets the same values again.
+                let rows: Vec<String> = padded(chunk)
+                    .iter()
+                    .map(|&(id, text, total_batches, best_validation)| {
+                        format!("({}, {}, {}, {})", args.push(id), args.push(text), args.push(total_batches), args.push(best_validation))
+                    })
+                    .collect();
+                // VALUES names its columns column1..4 on both backends.
+                let sql = format!("{SAVE_TRIALS_HEAD} (VALUES {}) AS v WHERE trials.id = v.column1", rows.join(", "));
+                bind_args!(sqlx::query(AssertSqlSafe(sql.as_str())), args).execute(&mut *tx).await?;
             }
             tx.commit().await?;
-            Ok(())
+            self.summaries.put_all(saved.into_iter().zip(texts).map(|((id, t), text)| (id, text, t.summary)));
+            Ok(admissions)
         })
     }
 

@@ -13,6 +13,7 @@ mod log_group_commit;
 mod metrics;
 mod sessions;
 mod store_impl;
+mod summary_cache;
 mod task_logs;
 mod task_logs_legacy;
 mod tasks;
@@ -28,6 +29,10 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::error::{StoreError, StoreResult};
+
+/// Prepared statements kept per connection: room for the batch paths' statements, whose texts
+/// vary with the batch size (bucketed), beside every fixed query.
+const STATEMENT_CACHE: usize = 400;
 
 /// Parses a JSON column; a document that does not parse is a backend fault.
 pub(crate) fn parse_json(column: &'static str, text: &str) -> StoreResult<serde_json::Value> {
@@ -59,6 +64,7 @@ pub(crate) enum Pool {
 pub struct SqlStore {
     pub(crate) pool: Pool,
     pub(crate) log_group: log_group_commit::LogGroupCommit,
+    pub(crate) summaries: summary_cache::SummaryCache,
 }
 
 /// Connection settings for PostgreSQL, named as in upstream's `db` block of master.yaml.
@@ -83,10 +89,13 @@ impl SqlStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).connect_with(options).await?;
+            .busy_timeout(Duration::from_secs(10))
+            .statement_cache_capacity(STATEMENT_CACHE);
+        // No ping before handing out a connection: a local file does not drop connections, and the
+        // ping is a round trip to the connection's thread on every query.
+        let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).test_before_acquire(false).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        let store = SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default() };
+        let store = SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default() };
         store.convert_legacy_logs().await?;
         Ok(store)
     }
@@ -97,7 +106,7 @@ impl SqlStore {
         // One connection: every in-memory connection would otherwise be its own database.
         let pool = SqlitePoolOptions::new().max_connections(1).idle_timeout(None).max_lifetime(None).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default() })
+        Ok(SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default() })
     }
 
     /// Connects to PostgreSQL and applies pending migrations.
@@ -105,6 +114,7 @@ impl SqlStore {
         let ssl_mode = if opts.ssl_mode.is_empty() { PgSslMode::Disable } else { PgSslMode::from_str(&opts.ssl_mode)? };
         let mut connect =
             PgConnectOptions::new().host(&opts.host).port(opts.port).username(&opts.user).database(&opts.database).ssl_mode(ssl_mode);
+        connect = connect.statement_cache_capacity(STATEMENT_CACHE);
         if !opts.password.is_empty() {
             connect = connect.password(&opts.password);
         }
@@ -114,7 +124,7 @@ impl SqlStore {
             .connect_with(connect)
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await.map_err(StoreError::Migration)?;
-        let store = SqlStore { pool: Pool::Postgres(pool), log_group: Default::default() };
+        let store = SqlStore { pool: Pool::Postgres(pool), log_group: Default::default(), summaries: Default::default() };
         store.convert_legacy_logs().await?;
         Ok(store)
     }

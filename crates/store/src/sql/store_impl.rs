@@ -15,7 +15,7 @@ use crate::model::{AuthenticatedSession, NewSession, NewUser, SessionRecord, Use
 use crate::model_checkpoints::{CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, NewCheckpoint};
 use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment, ProjectRecord};
 use crate::model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
-use crate::model_metrics::{BestValidation, MetricRecord, NewMetricReport};
+use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport};
 use crate::model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
@@ -190,6 +190,10 @@ impl Store for SqlStore {
 
     async fn insert_metrics(&self, reports: &[NewMetricReport]) -> StoreResult<()> {
         self.insert_metrics_impl(reports).await
+    }
+
+    async fn insert_metrics_if_current(&self, reports: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>> {
+        self.insert_metrics_if_current_impl(reports).await
     }
 
     async fn archive_metrics_after(&self, trial_id: i32, run_id: i32, steps_completed: i64, group: Option<&str>) -> StoreResult<u64> {
