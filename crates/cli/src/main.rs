@@ -113,7 +113,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
     let command = match cli.command {
         Command::Deploy(args) => return Ok(deploy::run(args)?),
         Command::Master { command: MasterCommand::Run(args) } => return Ok(master::run(args)?),
-        Command::Agent { command: Some(AgentCommand::Run(args)) } => return Ok(agent_run::run(args)?),
+        Command::Agent { command: Some(AgentCommand::Run(args)) } => return Ok(agent_run::run(*args)?),
         other => other,
     };
     let globals = Globals { master: master_url(cli.master)?, user: cli.user, json: cli.json };

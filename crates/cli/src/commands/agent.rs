@@ -24,7 +24,7 @@ pub enum AgentCommand {
         json: bool,
     },
     /// run an agent in the foreground until SIGINT/SIGTERM
-    Run(super::agent_run::RunArgs),
+    Run(Box<super::agent_run::RunArgs>),
 }
 
 /// `det agent` alone lists agents, as upstream's `is_default` subcommand does.
