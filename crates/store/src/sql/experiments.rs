@@ -11,11 +11,12 @@ use super::{SqlStore, expect_row, on_pool, parse_json};
 use crate::error::{StoreError, StoreResult};
 use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, ExperimentSort, NewExperiment};
 
-const EXPERIMENT_SELECT: &str = "SELECT e.id, e.name, e.description, e.notes, e.state, e.owner_id, u.username AS owner_username, \
+const EXPERIMENT_COLUMNS: &str = "SELECT e.id, e.name, e.description, e.notes, e.state, e.owner_id, u.username AS owner_username, \
      e.project_id, p.workspace_id, e.config, e.original_config, e.archived, e.labels, e.parent_id, e.start_time, e.end_time, \
      e.progress, e.job_id, e.unmanaged, e.end_reason, \
-     (SELECT COUNT(*) FROM trials t WHERE t.experiment_id = e.id) AS num_trials \
-     FROM experiments e JOIN users u ON u.id = e.owner_id JOIN projects p ON p.id = e.project_id";
+     (SELECT COUNT(*) FROM trials t WHERE t.experiment_id = e.id) AS num_trials";
+
+const EXPERIMENT_JOINS: &str = "JOIN users u ON u.id = e.owner_id JOIN projects p ON p.id = e.project_id";
 
 /// What the list counts over: every filter is on `experiments` itself, and owner_id is a foreign key.
 const EXPERIMENT_FROM: &str = "FROM experiments e";
@@ -121,7 +122,7 @@ impl SqlStore {
     }
 
     pub(crate) async fn experiment_by_id_impl(&self, id: i32) -> StoreResult<ExperimentRecord> {
-        let sql = format!("{EXPERIMENT_SELECT} WHERE e.id = $1");
+        let sql = format!("{EXPERIMENT_COLUMNS} FROM experiments e {EXPERIMENT_JOINS} WHERE e.id = $1");
         let found = on_pool!(self, pool => {
             sqlx::query_as::<_, ExperimentRow>(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(pool).await?
         });
@@ -166,7 +167,13 @@ impl SqlStore {
         let order = order_clause(filter.sort, direction(filter.order));
         let limit = args.push(filter.limit.unwrap_or(i64::MAX));
         let offset = args.push(filter.offset);
-        let list_sql = format!("{EXPERIMENT_SELECT} WHERE {where_sql} ORDER BY {order} LIMIT {limit} OFFSET {offset}");
+        // The page's ids first, then the wide columns and trial counts for those rows only: a deep
+        // OFFSET would otherwise build (and on PostgreSQL count trials for) every skipped row.
+        let list_sql = format!(
+            "{EXPERIMENT_COLUMNS} FROM (SELECT e.id FROM experiments e JOIN users u ON u.id = e.owner_id WHERE {where_sql} \
+             ORDER BY {order} LIMIT {limit} OFFSET {offset}) page JOIN experiments e ON e.id = page.id {EXPERIMENT_JOINS} \
+             ORDER BY {order}"
+        );
         let (rows, total) = on_pool!(self, pool => {
             let rows = bind_args!(sqlx::query_as::<_, ExperimentRow>(AssertSqlSafe(list_sql.as_str())), args).fetch_all(pool).await?;
             let total: i64 = bind_args!(sqlx::query_scalar(AssertSqlSafe(count_sql.as_str())), count_args).fetch_one(pool).await?;
