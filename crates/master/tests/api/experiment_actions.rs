@@ -160,12 +160,7 @@ pub async fn only_owner_or_admin_can_change(m: &TestMaster) {
     assert_eq!(m.patch(&format!("/api/v1/experiments/{id}"), Some(&admin), json!({"name": "adm"})).await.status, 200);
     assert_eq!(act(m, &admin, id, "kill").await.status, 200);
     // The loop settles STOPPING_KILLED into CANCELED; only a finished experiment can be deleted.
-    for _ in 0..200 {
-        if state(m, &alice, id).await["state"] == "STATE_CANCELED" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    settled(m, &alice, id, "STATE_CANCELED").await;
     assert_eq!(m.delete(&format!("/api/v1/experiments/{id}"), Some(&alice)).await.status, 200);
     assert_error(&m.get("/api/v1/experiments", None).await, 401, "Unauthenticated");
 }
