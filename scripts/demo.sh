@@ -27,7 +27,7 @@ done
 id=$("$det" experiment list --json | "$venv_python" -c 'import json,sys; print(max(e["id"] for e in json.load(sys.stdin)))')
 "$det" experiment describe "$id"
 "$det" experiment list-checkpoints "$id" --best 1
-uuid=$("$det" experiment list-checkpoints "$id" --best 1 --json | "$venv_python" -c 'import json,sys; d=json.load(sys.stdin); print((d.get("checkpoints") or d)[0]["uuid"])')
+uuid=$("$det" experiment list-checkpoints "$id" --best 1 --json | "$venv_python" -c 'import json,sys; print(json.load(sys.stdin)[0]["uuid"])')
 "$det" checkpoint download "$uuid" -o "demo-checkpoint-$id"
 ls "demo-checkpoint-$id"
 echo

@@ -3,6 +3,7 @@ searchers, created with the upstream CLI and checked through the SDK and REST; `
 preview-search` with the upstream CLI and ours."""
 
 import itertools
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -87,6 +88,11 @@ def test_adaptive_search_stops_trials_early(master: Master, agent: Agent, tmp_pa
         assert row["Decision"] == expected and row["Searcher State"] == "closed", (t["id"], describe)
         assert row["Rung"] != "" and int(row["Trained"]) <= max_length, describe
     assert "Rungs:" in describe and "Planned Trials" in describe, describe
+    # The global --json gives the raw objects (the demo script reads ids from it).
+    listed = json.loads(our_cli(master, tmp_path, "experiment", "list", "--json"))
+    assert exp_id in [e["id"] for e in listed], listed
+    best = json.loads(our_cli(master, tmp_path, "experiment", "list-checkpoints", str(exp_id), "--best", "1", "--json"))
+    assert len(best) == 1 and best[0]["uuid"], best
 
 
 def test_grid_search_runs_one_trial_per_point(master: Master, agent: Agent, tmp_path: Path) -> None:

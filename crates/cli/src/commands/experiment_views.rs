@@ -45,6 +45,11 @@ pub fn list(g: &Globals, args: &ListArgs) -> Result<(), CliError> {
     let limit = args.page.limit;
     let path = |offset: i64| format!("api/v1/experiments?offset={offset}&limit={limit}{filter}");
     let experiments = read_paginated(&s.client, path, "experiments", args.page.offset, args.page.single())?;
+    // Upstream's list has no JSON form; ours honours the global `--json` rather than ignore it.
+    if g.json {
+        say!("{}", render::json(&experiments));
+        return Ok(());
+    }
     let mut headers = vec!["ID", "Owner", "Name", "Parent ID", "State", "Progress", "Started", "Ended", "Resource Pool"];
     if args.show_project {
         headers.splice(0..0, ["Workspace", "Project"]);
@@ -273,6 +278,11 @@ pub fn list_checkpoints(g: &Globals, exp_id: i64, best: Option<u32>, csv: bool) 
     let limit = best.map(|n| format!("&limit={n}")).unwrap_or_default();
     let resp: Value = client.get(&format!("api/v1/experiments/{exp_id}/checkpoints?sortByAttr={sorter}{limit}"))?;
     let checkpoints: Vec<Value> = resp.get("checkpoints").and_then(Value::as_array).cloned().unwrap_or_default();
+    // As for `experiment list`: the global `--json` prints what the master sent.
+    if g.json {
+        say!("{}", render::json(&checkpoints));
+        return Ok(());
+    }
     let metric = checkpoints
         .first()
         .and_then(|c| c.pointer("/training/experimentConfig/searcher/metric"))
