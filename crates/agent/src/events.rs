@@ -32,21 +32,8 @@ pub struct LogLine {
     pub log: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StdType {
-    Stdout,
-    Stderr,
-}
-
-impl StdType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StdType::Stdout => "stdout",
-            StdType::Stderr => "stderr",
-        }
-    }
-}
+/// The stream a line came from: the wire's type, so nothing converts between the two.
+pub use resolute_api::agent_protocol::StdType;
 
 /// How a task's main process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -230,7 +230,7 @@ impl<'de> Deserialize<'de> for TaskLogLine {
 }
 
 /// The stream a line came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StdType {
     Stdout,

@@ -23,7 +23,7 @@ mod sql;
 mod summary;
 
 pub use error::{StoreError, StoreResult};
-pub use log_chunk::NewLogChunk;
+pub use log_chunk::{LOG_LEVELS, NewLogChunk};
 pub use model::{
     AuthenticatedSession, NewSession, NewUser, OrderDirection, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord, UserSort,
 };

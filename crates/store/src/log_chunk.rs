@@ -13,8 +13,8 @@ use chrono::{DateTime, Utc};
 
 const FORMAT_V1: u8 = 1;
 
-/// Known values get one-byte codes (index + 1); anything else is spelled out.
-const LEVELS: [&str; 7] = [
+/// `v1LogLevel` names. Known values get one-byte codes (index + 1); anything else is spelled out.
+pub const LOG_LEVELS: [&str; 7] = [
     "LOG_LEVEL_UNSPECIFIED",
     "LOG_LEVEL_TRACE",
     "LOG_LEVEL_DEBUG",
@@ -82,7 +82,7 @@ impl NewLogChunk {
         self.min_ts = self.min_ts.min(ts);
         self.max_ts = self.max_ts.max(ts);
         put_varint(&mut self.body, rank_id.map_or(0, |r| zigzag(i64::from(r)) + 1));
-        put_coded(&mut self.body, &LEVELS, level);
+        put_coded(&mut self.body, &LOG_LEVELS, level);
         put_coded(&mut self.body, &STDTYPES, stdtype);
         put_varint(&mut self.body, log.len() as u64);
         self.body.extend_from_slice(log.as_bytes());
@@ -160,7 +160,7 @@ pub(crate) fn decode(body: &[u8]) -> Result<Vec<LineView<'_>>, CorruptChunk> {
             0 => None,
             r => Some(i32::try_from(unzigzag(r - 1)).map_err(|_| CorruptChunk("rank out of range"))?),
         };
-        let level = take_coded(&mut rest, &LEVELS)?;
+        let level = take_coded(&mut rest, &LOG_LEVELS)?;
         let stdtype = take_coded(&mut rest, &STDTYPES)?;
         let log = take_str(&mut rest)?;
         lines.push(LineView { timestamp_us: ts, rank_id, level, stdtype, log });

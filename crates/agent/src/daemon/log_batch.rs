@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use resolute_api::agent_protocol::{LineLevel, StdType, TaskLogBatch, TaskLogLine};
+use resolute_api::agent_protocol::{LineLevel, TaskLogBatch, TaskLogLine};
 use tokio::time::Instant;
 
 use crate::events::LogLine;
@@ -57,11 +57,7 @@ pub fn to_wire(line: &LogLine) -> TaskLogLine {
     let mut log = String::with_capacity(text.len() + 1);
     log.push_str(text);
     log.push('\n');
-    let stdtype = match line.stdtype {
-        crate::events::StdType::Stdout => StdType::Stdout,
-        crate::events::StdType::Stderr => StdType::Stderr,
-    };
-    TaskLogLine { timestamp: line.timestamp, stdtype, rank_id, level, log }
+    TaskLogLine { timestamp: line.timestamp, stdtype: line.stdtype, rank_id, level, log }
 }
 
 /// Lines waiting to be sent, across all tasks (one message keeps the order between tasks' events).
@@ -108,6 +104,7 @@ impl LogBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::StdType;
 
     #[test]
     fn rank_and_level_prefixes_are_parsed_and_stripped() {
@@ -127,7 +124,7 @@ mod tests {
             allocation_id: "a".into(),
             container_id: container_id.into(),
             timestamp: chrono::Utc::now(),
-            stdtype: crate::events::StdType::Stderr,
+            stdtype: StdType::Stderr,
             log: log.into(),
         }
     }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use resolute_store::{AllocationPatch, NewLogLine, db_now};
+use resolute_store::{AllocationPatch, LOG_LEVELS, NewLogLine, db_now};
 use serde_json::Value;
 
 use super::trial_runtime::TrialRuntimeService;
@@ -17,17 +17,6 @@ pub const MAX_PREEMPTION_WAIT: Duration = Duration::from_secs(60);
 
 /// Port the harness's rendezvous listens on in each container (upstream's first of 1734..1765).
 pub const RENDEZVOUS_PORT: u16 = 1734;
-
-/// `v1LogLevel` names.
-pub const LOG_LEVELS: &[&str] = &[
-    "LOG_LEVEL_UNSPECIFIED",
-    "LOG_LEVEL_TRACE",
-    "LOG_LEVEL_DEBUG",
-    "LOG_LEVEL_INFO",
-    "LOG_LEVEL_WARNING",
-    "LOG_LEVEL_ERROR",
-    "LOG_LEVEL_CRITICAL",
-];
 
 /// One shipped log line.
 #[derive(Clone, Debug)]
