@@ -4,26 +4,18 @@
 
 use std::time::Duration;
 
-use resolute_api::agent_protocol::{MasterToAgent, StartTask};
+use resolute_api::agent_protocol::MasterToAgent;
 use serde_json::{Value, json};
 
 use crate::cluster_loop::FakeAgent;
 use crate::harness::TestMaster;
-use crate::runtime_support::{metrics_body, task_post};
+use crate::runtime_support::{metrics_body, report_validation, task_post};
 
 /// Async halving: 4 trials, rungs at 10 / 40 batches, two at a time.
 const ASHA: &str = "name: restart\nentrypoint: python3 train.py\n\
     searcher: {name: async_halving, metric: loss, smaller_is_better: true, num_rungs: 2, divisor: 4, max_trials: 4, \
     max_concurrent_trials: 2, max_length: {batches: 40}}\n\
     hyperparameters: {lr: {type: double, minval: 0.01, maxval: 0.1}}\n";
-
-async fn validate(m: &TestMaster, start: &StartTask, batches: i64, loss: f64) {
-    let trial: i32 = start.env["DET_TRIAL_ID"].parse().unwrap();
-    let run: i32 = start.env["DET_TRIAL_RUN_ID"].parse().unwrap();
-    let body = metrics_body(trial, run, "validation", batches, json!({"loss": loss, "batches": batches}));
-    let r = task_post(m, &format!("/api/v1/trials/{trial}/metrics"), &start.env["DET_SESSION_TOKEN"], body).await;
-    assert_eq!(r.status, 200, "{}", r.text);
-}
 
 /// Waits until the searcher has `trial` at `rung` with `decision`.
 async fn searcher_trial(m: &TestMaster, token: &str, exp: i64, trial: &str, rung: u64, decision: &str) -> Value {
@@ -50,7 +42,7 @@ pub async fn restarted_master_resumes_trials_and_search(m: TestMaster) {
     let exp = r.body["experiment"]["id"].as_i64().unwrap();
     let (first, second) = (agent.next_start().await, agent.next_start().await);
     // The first reaches rung 0 alone and is promoted: it trains on toward rung 1.
-    validate(&m, &first, 10, 0.1).await;
+    report_validation(&m, &first, 10, 0.1).await;
     searcher_trial(&m, &token, exp, &first.env["DET_TRIAL_ID"], 1, "training").await;
     drop(agent);
 
@@ -100,7 +92,7 @@ pub async fn restarted_master_resumes_trials_and_search(m: TestMaster) {
     let promoted = searcher_trial(&m, &token, exp, &first.env["DET_TRIAL_ID"], 1, "training").await;
     assert_eq!(promoted["lastMetric"], 0.1, "{promoted}");
     let second_now = restarted.iter().find(|s| s.env["DET_TRIAL_ID"] == second.env["DET_TRIAL_ID"]).unwrap();
-    validate(&m, second_now, 10, 0.9).await;
+    report_validation(&m, second_now, 10, 0.9).await;
     searcher_trial(&m, &token, exp, &second.env["DET_TRIAL_ID"], 0, "stopped_early").await;
     let state = m.get(&format!("/api/v1/experiments/{exp}/searcher/state"), Some(&token)).await;
     assert_eq!(state.body["brackets"][0]["rungs"][0]["recorded"], 2, "{}", state.text);

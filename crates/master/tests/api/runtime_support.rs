@@ -2,6 +2,7 @@
 //! allocation and its token, as the cluster loop would create them; and requests that
 //! authenticate as the harness does (`Grpc-Metadata-x-allocation-token`).
 
+use resolute_api::agent_protocol::StartTask;
 use resolute_master::services::issue_allocation_token;
 use resolute_store::{NewAllocation, NewTask, NewTrial, TrialRecord, db_now};
 use serde_json::{Value, json};
@@ -109,4 +110,13 @@ pub fn metrics_body(trial_id: i32, run_id: i32, group: &str, steps: i64, avg: Va
             "metrics": {"avgMetrics": avg, "batchMetrics": null},
         },
     })
+}
+
+/// Reports a validation from the task `start` launched, as the harness would, expecting 200.
+pub async fn report_validation(m: &TestMaster, start: &StartTask, batches: i64, loss: f64) {
+    let trial: i32 = start.env["DET_TRIAL_ID"].parse().unwrap();
+    let run: i32 = start.env["DET_TRIAL_RUN_ID"].parse().unwrap();
+    let body = metrics_body(trial, run, "validation", batches, json!({"loss": loss, "batches": batches}));
+    let r = task_post(m, &format!("/api/v1/trials/{trial}/metrics"), &start.env["DET_SESSION_TOKEN"], body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
 }

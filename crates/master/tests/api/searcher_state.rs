@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::cluster_loop::FakeAgent;
 use crate::harness::TestMaster;
-use crate::runtime_support::{metrics_body, task_post};
+use crate::runtime_support::report_validation;
 
 /// Async halving: 4 trials, rungs at 10 / 40 batches (divisor 4), two at a time.
 const ASHA: &str = "name: asha\nentrypoint: python3 train.py\n\
@@ -39,17 +39,9 @@ pub async fn searcher_state_shows_rungs_and_decisions(m: &TestMaster) {
     let r = m.post(&format!("/api/v1/experiments/{id}/activate"), Some(&token), json!({})).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let (first, second) = (agent.next_start().await, agent.next_start().await);
-    let report = |start: &resolute_api::agent_protocol::StartTask, loss: f64| {
-        let trial: i32 = start.env["DET_TRIAL_ID"].parse().unwrap();
-        let token = start.env["DET_SESSION_TOKEN"].clone();
-        (trial, token, metrics_body(trial, 1, "validation", 10, json!({"loss": loss, "batches": 10})))
-    };
     // The first at rung 0 is promoted (nothing to compare with); the worse second is stopped.
-    for (start, loss) in [(&first, 0.1), (&second, 0.9)] {
-        let (trial, token, body) = report(start, loss);
-        let r = task_post(m, &format!("/api/v1/trials/{trial}/metrics"), &token, body).await;
-        assert_eq!(r.status, 200, "{}", r.text);
-    }
+    report_validation(m, &first, 10, 0.1).await;
+    report_validation(m, &second, 10, 0.9).await;
     let second_id: i64 = second.env["DET_TRIAL_ID"].parse().unwrap();
     let mut s = Value::Null;
     for _ in 0..200 {
