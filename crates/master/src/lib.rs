@@ -91,7 +91,7 @@ impl Master {
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), MasterError> {
         let Master { listener, state, store, cluster_events } = self;
         let cluster_loop =
-            tokio::spawn(cluster::run_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), cluster_events));
+            tokio::spawn(cluster::start_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), cluster_events).await);
         let purger = tokio::spawn(purge_sessions_periodically(state.clone()));
         let app = http::router(state);
         // No Nagle on any connection: small responses and websocket frames (task starts, kills)

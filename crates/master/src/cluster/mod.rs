@@ -23,7 +23,7 @@ use resolute_api::agent_protocol::{AgentConnectQuery, AgentToMaster, MasterToAge
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-pub use orchestrator::{Orchestrator, Timing, run_loop};
+pub use orchestrator::{Orchestrator, Timing, start_loop};
 pub use signals::PreemptionSignals;
 
 /// The pool agents and experiments use when they name none.

@@ -73,11 +73,8 @@ impl Orchestrator {
         }
     }
 
-    /// Recovers unfinished experiments, then handles events until the channel closes.
+    /// Handles events until the channel closes (after `recover`).
     pub async fn run(mut self, mut events: mpsc::UnboundedReceiver<ClusterEvent>) {
-        if let Err(e) = self.recover().await {
-            tracing::error!(error = %e, "recovering experiments after start failed");
-        }
         self.after_event().await;
         while let Some(event) = events.recv().await {
             self.handle_event(event).await;
@@ -193,11 +190,18 @@ fn truncate(s: &str, max: usize) -> &str {
 }
 
 /// Starts the loop for a master. Returns when the channel closes.
-pub async fn run_loop(
+/// Recovers what a previous master left unfinished, then returns the loop to spawn. The caller
+/// awaits the recovery before serving requests, so nothing created through the API can be taken
+/// for a previous master's leftovers.
+pub async fn start_loop(
     store: Arc<dyn Store>,
     handle: ClusterHandle,
     identity: Arc<Identity>,
     events: mpsc::UnboundedReceiver<ClusterEvent>,
-) {
-    Orchestrator::new(store, handle, identity, Timing::default()).run(events).await;
+) -> impl Future<Output = ()> + Send + 'static {
+    let mut orchestrator = Orchestrator::new(store, handle, identity, Timing::default());
+    if let Err(e) = orchestrator.recover().await {
+        tracing::error!(error = %e, "recovering experiments after start failed");
+    }
+    orchestrator.run(events)
 }
