@@ -92,15 +92,29 @@ where
     F: Fn(&reqwest::Client, usize, u64) -> reqwest::RequestBuilder + Send + Sync + 'static,
 {
     let make = Arc::new(make);
+    let run = move |clients: usize, duration: Duration, seqs: Vec<u64>| {
+        let (http, make) = (http.clone(), make.clone());
+        async move { run_clients(&http, clients, duration, &seqs, make).await }
+    };
+    measure(label, clients, warmup, duration, run).await
+}
+
+/// The warm-up and measured phases of a closed loop: `run(clients, duration, next_seqs)` runs
+/// every client for `duration` and returns what each did.
+pub(crate) async fn measure<R, Fut>(label: &str, clients: usize, warmup: Duration, duration: Duration, run: R) -> Result<EndpointStats>
+where
+    R: Fn(usize, Duration, Vec<u64>) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<ClientResult>>>,
+{
     let mut seqs = vec![0u64; clients];
     let mut per_client_ok = vec![0u64; clients];
     if !warmup.is_zero() {
-        let warm = run_clients(http, clients, warmup, &seqs, make.clone()).await?;
+        let warm = run(clients, warmup, seqs.clone()).await?;
         seqs = warm.iter().map(|c| c.next_seq).collect();
         per_client_ok = warm.iter().map(|c| c.latencies_us.len() as u64).collect();
     }
     let started = Instant::now();
-    let per_client = run_clients(http, clients, duration, &seqs, make).await?;
+    let per_client = run(clients, duration, seqs).await?;
     let elapsed = started.elapsed();
 
     let mut latencies_us = Vec::new();
@@ -115,11 +129,29 @@ where
     Ok(EndpointStats { path: label.to_owned(), ok: latencies.0.len() as u64, errors, elapsed, latencies, first_error, per_client_ok })
 }
 
-struct ClientResult {
-    latencies_us: Vec<u32>,
-    errors: u64,
-    first_error: Option<String>,
-    next_seq: u64,
+/// What one closed-loop client did in a phase.
+pub(crate) struct ClientResult {
+    pub latencies_us: Vec<u32>,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    pub next_seq: u64,
+}
+
+impl ClientResult {
+    pub fn new(next_seq: u64) -> Self {
+        ClientResult { latencies_us: Vec::with_capacity(64 * 1024), errors: 0, first_error: None, next_seq }
+    }
+
+    /// Records one request sent at `sent`.
+    pub fn record(&mut self, sent: Instant, outcome: Result<(), String>) {
+        match outcome {
+            Ok(()) => self.latencies_us.push(sent.elapsed().as_micros().min(u32::MAX as u128) as u32),
+            Err(e) => {
+                self.errors += 1;
+                self.first_error.get_or_insert(e);
+            }
+        }
+    }
 }
 
 async fn run_clients<F>(http: &reqwest::Client, clients: usize, duration: Duration, seqs: &[u64], make: Arc<F>) -> Result<Vec<ClientResult>>
@@ -131,7 +163,7 @@ where
         .map(|client| {
             let (http, make, mut seq) = (http.clone(), make.clone(), seqs[client]);
             tokio::spawn(async move {
-                let mut r = ClientResult { latencies_us: Vec::with_capacity(64 * 1024), errors: 0, first_error: None, next_seq: seq };
+                let mut r = ClientResult::new(seq);
                 while Instant::now() < deadline {
                     let request = make(&http, client, seq);
                     seq += 1;
@@ -148,13 +180,7 @@ where
                         }
                         Err(e) => Err(e.to_string()),
                     };
-                    match outcome {
-                        Ok(()) => r.latencies_us.push(sent.elapsed().as_micros().min(u32::MAX as u128) as u32),
-                        Err(e) => {
-                            r.errors += 1;
-                            r.first_error.get_or_insert(e);
-                        }
-                    }
+                    r.record(sent, outcome);
                 }
                 r.next_seq = seq;
                 r

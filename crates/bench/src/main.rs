@@ -20,6 +20,7 @@ mod asha_ideal;
 mod asha_trial;
 mod experiments;
 mod fake_agent;
+mod lean_load;
 mod list;
 mod load;
 mod logs;

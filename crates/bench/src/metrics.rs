@@ -1,14 +1,17 @@
 //! Metric ingestion: M trials running on the fake agent, one closed-loop client per trial posting
 //! `POST /api/v1/trials/{id}/metrics` (group `training`, 10 scalars, increasing `stepsCompleted`)
-//! with the trial's allocation token, as the harness does.
+//! with the trial's allocation token, as the harness does. The clients are [`lean_load`]'s.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use bytes::Bytes;
 use serde_json::Value;
 
 use crate::api;
-use crate::load::{self, EndpointStats};
+use crate::lean_load;
+use crate::load::EndpointStats;
 use crate::trials;
 
 /// The header the harness authenticates runtime calls with.
@@ -33,12 +36,11 @@ pub async fn run(
     let (_agent, trials) = trials::start_trials(http, base, token, trial_count).await?;
     let targets: Vec<(String, String, i64, i64)> = trials
         .iter()
-        .map(|t| (format!("{base}/api/v1/trials/{}/metrics", t.trial_id), format!("Bearer {}", t.token), t.trial_id, t.trial_run_id))
+        .map(|t| (format!("/api/v1/trials/{}/metrics", t.trial_id), format!("Bearer {}", t.token), t.trial_id, t.trial_run_id))
         .collect();
-    let make = move |http: &reqwest::Client, client: usize, seq: u64| {
-        let (url, auth, trial_id, run_id) = &targets[client];
+    let make = move |client: usize, seq: u64| {
+        let (path, auth, trial_id, run_id) = &targets[client];
         let step = seq + 1;
-        // Ten scalars, written by hand: the load generator shares the CPU with the master.
         let x = step as f64;
         let body = format!(
             r#"{{"group":"training","metrics":{{"trialId":{trial_id},"trialRunId":{run_id},"stepsCompleted":{step},"metrics":{{"avgMetrics":{{"loss":{},"accuracy":{},"lr":0.1,"grad_norm":{},"m4":{},"m5":{},"m6":{},"m7":{},"m8":{},"m9":{}}}}}}}}}"#,
@@ -52,9 +54,10 @@ pub async fn run(
             x + 8.0,
             x + 9.0
         );
-        http.post(url).header(ALLOCATION_TOKEN_HEADER, auth).header("Content-Type", "application/json").body(body)
+        (path.clone(), vec![(ALLOCATION_TOKEN_HEADER, auth.clone())], Bytes::from(body))
     };
-    let stats = load::closed_loop(http, base, trials.len(), warmup, seconds, make).await?;
+    let host = base.trim_start_matches("http://");
+    let stats = lean_load::post_closed_loop(host, "/api/v1/trials/{id}/metrics", trials.len(), warmup, seconds, Arc::new(make)).await?;
     if stats.ok == 0 {
         bail!("no metric report succeeded: {}", stats.first_error.as_deref().unwrap_or("no error recorded"));
     }

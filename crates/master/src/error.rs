@@ -54,7 +54,11 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::NotFound { .. } => ApiError::not_found(err.to_string()),
             StoreError::Conflict { .. } => ApiError::new(ErrorCode::AlreadyExists, err.to_string()),
-            StoreError::Backend(_) | StoreError::Migration(_) => {
+            StoreError::Backend(_)
+            | StoreError::Migration(_)
+            | StoreError::Sqlite(_)
+            | StoreError::Io { .. }
+            | StoreError::WriterStopped => {
                 // The source may hold SQL: log it, never send it.
                 tracing::error!(error = ?err, "store failure");
                 ApiError::internal()

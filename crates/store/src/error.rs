@@ -14,6 +14,19 @@ pub enum StoreError {
     Backend(#[source] sqlx::Error),
     #[error("database migration failed")]
     Migration(#[source] sqlx::migrate::MigrateError),
+    /// A failure of SQLite's own metrics writer connection (see `sql::sqlite_metrics`); as
+    /// generic as [`Backend`](Self::Backend).
+    #[error("database error")]
+    Sqlite(#[source] rusqlite::Error),
+    #[error("{context}")]
+    Io {
+        context: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The SQLite metrics writer thread is gone (it ends only with the store).
+    #[error("the database writer has stopped")]
+    WriterStopped,
 }
 
 impl StoreError {
@@ -47,6 +60,12 @@ impl StoreError {
     /// A stored document (JSON column) that does not parse: a backend fault, not the caller's.
     pub(crate) fn corrupt(column: &'static str, err: serde_json::Error) -> Self {
         StoreError::Backend(sqlx::Error::ColumnDecode { index: column.to_owned(), source: Box::new(err) })
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(err: rusqlite::Error) -> Self {
+        StoreError::Sqlite(err)
     }
 }
 

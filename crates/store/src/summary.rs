@@ -14,15 +14,56 @@ pub(crate) fn fold(summary: &mut Value, group: &str, avg_metrics: &Map<String, V
         *summary = Value::Object(Map::new());
     }
     let Value::Object(groups) = summary else { return };
-    let group = groups.entry(group.to_owned()).or_insert_with(|| Value::Object(Map::new()));
-    if !group.is_object() {
-        *group = Value::Object(Map::new());
+    // Looked up before inserting: the keys exist after a trial's first report, and an `entry`
+    // would allocate the key on every fold.
+    if !groups.get(group).is_some_and(Value::is_object) {
+        groups.insert(group.to_owned(), Value::Object(Map::new()));
     }
-    let Value::Object(metrics) = group else { return };
+    let Some(Value::Object(metrics)) = groups.get_mut(group) else { return };
     for (name, value) in avg_metrics {
-        let entry = metrics.entry(name.clone()).or_insert(Value::Null);
-        *entry = fold_value(entry, value);
+        match metrics.get_mut(name) {
+            Some(entry) => {
+                if !fold_number_in_place(entry, value) {
+                    *entry = fold_value(entry, value);
+                }
+            }
+            None => {
+                metrics.insert(name.clone(), fold_value(&Value::Null, value));
+            }
+        }
     }
+}
+
+/// The common case, without allocating: a numeric value folded into a numeric aggregate.
+/// Returns false (nothing changed) when `entry` or `value` is of another shape.
+fn fold_number_in_place(entry: &mut Value, value: &Value) -> bool {
+    let Some(x) = value.as_f64() else { return false };
+    let Value::Object(fields) = entry else { return false };
+    if fields.get("type").and_then(Value::as_str) != Some("number") {
+        return false;
+    }
+    let field = |k: &str| fields.get(k).and_then(Value::as_f64);
+    let (Some(count), Some(min), Some(max), Some(sum)) =
+        (fields.get("count").and_then(Value::as_i64), field("min"), field("max"), field("sum"))
+    else {
+        return false;
+    };
+    let updates = [
+        ("count", Value::from(count + 1)),
+        ("last", value.clone()),
+        ("min", number(min.min(x))),
+        ("max", number(max.max(x))),
+        ("sum", number(sum + x)),
+    ];
+    for (key, new) in updates {
+        match fields.get_mut(key) {
+            Some(slot) => *slot = new,
+            None => {
+                fields.insert(key.to_owned(), new);
+            }
+        }
+    }
+    true
 }
 
 fn fold_value(previous: &Value, value: &Value) -> Value {

@@ -40,7 +40,12 @@ impl SqlStore {
         let round = std::mem::take(&mut *group.waiting.lock().unwrap_or_else(PoisonError::into_inner));
         // Written by a task of its own, so a caller that goes away mid-write (a client
         // disconnecting) cannot abort the others' appends.
-        let writer = SqlStore { pool: self.pool.handle(), log_group: LogGroupCommit::default(), summaries: Default::default() };
+        let writer = SqlStore {
+            pool: self.pool.handle(),
+            log_group: LogGroupCommit::default(),
+            summaries: Default::default(),
+            sqlite_metrics: None,
+        };
         tokio::spawn(async move {
             writer.write_round(round).await;
             drop(writing);

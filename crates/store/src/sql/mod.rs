@@ -10,8 +10,10 @@ mod cluster;
 mod experiments;
 mod lifecycle;
 mod log_group_commit;
+mod metric_batch;
 mod metrics;
 mod sessions;
+mod sqlite_metrics;
 mod store_impl;
 mod summary_cache;
 mod task_logs;
@@ -65,6 +67,8 @@ pub struct SqlStore {
     pub(crate) pool: Pool,
     pub(crate) log_group: log_group_commit::LogGroupCommit,
     pub(crate) summaries: summary_cache::SummaryCache,
+    /// SQLite files only: the metric admission path's own connection and thread.
+    pub(crate) sqlite_metrics: Option<sqlite_metrics::SqliteMetricsWriter>,
 }
 
 /// Connection settings for PostgreSQL, named as in upstream's `db` block of master.yaml.
@@ -99,7 +103,8 @@ impl SqlStore {
         // ping is a round trip to the connection's thread on every query.
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).test_before_acquire(false).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        let store = SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default() };
+        let sqlite_metrics = Some(sqlite_metrics::SqliteMetricsWriter::start(path)?);
+        let store = SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics };
         store.convert_legacy_logs().await?;
         Ok(store)
     }
@@ -110,7 +115,7 @@ impl SqlStore {
         // One connection: every in-memory connection would otherwise be its own database.
         let pool = SqlitePoolOptions::new().max_connections(1).idle_timeout(None).max_lifetime(None).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default() })
+        Ok(SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None })
     }
 
     /// Connects to PostgreSQL and applies pending migrations.
@@ -128,7 +133,8 @@ impl SqlStore {
             .connect_with(connect)
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await.map_err(StoreError::Migration)?;
-        let store = SqlStore { pool: Pool::Postgres(pool), log_group: Default::default(), summaries: Default::default() };
+        let store =
+            SqlStore { pool: Pool::Postgres(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None };
         store.convert_legacy_logs().await?;
         Ok(store)
     }

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use resolute_store::{NewLogLine, SqlStore, Store, TRAINING_GROUP};
+use resolute_store::{CurrentMetricReport, MetricAdmission, NewLogLine, SqlStore, Store, TRAINING_GROUP};
 use serde_json::json;
 
 use crate::fixtures::{at, experiment, report, trial};
@@ -13,7 +13,53 @@ const REPORTS: usize = 100_000;
 const LOG_LINES: usize = 1_000_000;
 const BATCH: usize = 1_000;
 
+/// The master's admission path at the ingestion benchmark's shape: every batch holds one
+/// training report (10 scalars) of each of `TRIALS` running trials, with their sessions checked.
+async fn run_admission(store: &dyn Store) {
+    const TRIALS: usize = 128;
+    const BATCHES: usize = 200;
+    let e = experiment(store, "admission-bench").await;
+    let mut trials = Vec::new();
+    for n in 0..TRIALS {
+        let t = trial(store, e.id, n as u32).await;
+        let (_, session) = crate::metrics_current::open_session(store, &t, e.owner_id).await;
+        trials.push((t.id, session));
+    }
+    let mut in_store = std::time::Duration::ZERO;
+    for b in 0..BATCHES {
+        let x = b as f64 + 1.0;
+        let batch: Vec<_> = trials
+            .iter()
+            .map(|&(trial_id, session)| CurrentMetricReport {
+                report: report(
+                    trial_id,
+                    1,
+                    TRAINING_GROUP,
+                    b as i64 + 1,
+                    json!({"loss": 1.0 / x, "accuracy": 1.0 - 1.0 / x, "lr": 0.1, "grad_norm": x * 0.5, "m4": x + 4.0,
+                           "m5": x + 5.0, "m6": x + 6.0, "m7": x + 7.0, "m8": x + 8.0, "m9": x + 9.0}),
+                ),
+                allocation_session_id: Some(session),
+            })
+            .collect();
+        let started = Instant::now();
+        let admitted = store.insert_metrics_if_current(&batch).await.unwrap();
+        in_store += started.elapsed();
+        assert!(admitted.iter().all(|a| *a == MetricAdmission::Stored));
+    }
+    let secs = in_store.as_secs_f64();
+    let reports = TRIALS * BATCHES;
+    println!(
+        "[{}] admission: {BATCHES} batches of {TRIALS} reports (one per trial): {:.0} µs a batch, {:.1} µs a report, {:.0} reports/s",
+        store.backend(),
+        secs * 1e6 / BATCHES as f64,
+        secs * 1e6 / reports as f64,
+        reports as f64 / secs
+    );
+}
+
 async fn run(store: &dyn Store) {
+    run_admission(store).await;
     let backend = store.backend();
     let e = experiment(store, "bench").await;
     let mut trials = Vec::new();

@@ -31,8 +31,11 @@ macro_rules! conformance {
 }
 pub(crate) use conformance;
 
+/// A store on a brand-new SQLite file, as the master opens it (the metrics writer thread only
+/// runs on files). The files stay under Cargo's test temp directory (`target/tmp`).
 pub async fn sqlite() -> Arc<dyn Store> {
-    Arc::new(SqlStore::open_sqlite_in_memory().await.expect("open in-memory sqlite"))
+    let dir = tempfile::Builder::new().prefix("conformance-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("create a temp dir").keep();
+    Arc::new(SqlStore::open_sqlite(&dir.join("store.db")).await.expect("open sqlite"))
 }
 
 /// A store on a brand-new PostgreSQL database, or `None` when no server is configured.

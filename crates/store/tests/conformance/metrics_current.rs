@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::fixtures::{experiment, report, trial};
 
 /// A running allocation of the trial's task with one session; returns the session id.
-async fn open_session(store: &dyn Store, t: &TrialRecord, owner_id: i32) -> (String, i64) {
+pub async fn open_session(store: &dyn Store, t: &TrialRecord, owner_id: i32) -> (String, i64) {
     let task = NewTask {
         task_id: t.task_id.clone(),
         task_type: "TASK_TYPE_TRIAL".into(),

@@ -1,0 +1,204 @@
+//! SQLite's admission path for metric reports (`insert_metrics_if_current`), on a thread of its
+//! own with its own rusqlite connection to the database file.
+//!
+//! Why not sqlx: sqlx-sqlite runs every statement as a round trip to its connection's worker
+//! thread, and copies every bound value and every row; a batch of one report per trial paid
+//! ~40 µs a report, most of it in those hops and copies. Here the whole transaction runs in
+//! one synchronous call on the thread that owns the connection: one hop per batch.
+//!
+//! The statements and rules are the same as the sqlx path's (`metrics`), and the pure parts
+//! (`metric_batch`) are shared; the conformance suite runs against this path (file-backed
+//! SQLite) and the sqlx one (PostgreSQL). Writes of other connections are serialised with this
+//! one by SQLite's write lock (`BEGIN IMMEDIATE`, busy timeout), as between pool connections.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
+
+use chrono::SecondsFormat;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::metric_batch::{TrialTotals, admit, body_text, rollbacks, searcher_value};
+use super::parse_json;
+use crate::error::{StoreError, StoreResult};
+use crate::model_metrics::{CurrentMetricReport, MetricAdmission, NewMetricReport};
+
+const LOCK_TRIALS: &str = "SELECT id, run_id, summary_metrics, total_batches, best_validation FROM trials WHERE id IN rarray(?1)";
+const LIVE_SESSIONS: &str = "SELECT s.id FROM allocation_sessions s JOIN allocations a ON a.allocation_id = s.allocation_id \
+     WHERE a.end_time IS NULL AND s.id IN rarray(?1)";
+const INSERT: &str =
+    "INSERT INTO metrics (trial_id, trial_run_id, metric_group, steps_completed, report_time, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const ARCHIVE: &str = "UPDATE metrics SET archived = TRUE WHERE archived = FALSE AND trial_id = ?1 AND metric_group = ?2 \
+     AND trial_run_id < ?3 AND steps_completed > ?4";
+const LIVE_METRICS: &str =
+    "SELECT metric_group, steps_completed, body FROM metrics WHERE trial_id = ?1 AND archived = FALSE ORDER BY steps_completed, id";
+const BACKFILL_CHECKPOINT_METRIC: &str =
+    "UPDATE checkpoints SET searcher_metric = ?3 WHERE trial_id = ?1 AND steps_completed = ?2 AND searcher_metric IS NULL";
+const SAVE_TRIAL: &str = "UPDATE trials SET summary_metrics = ?2, total_batches = ?3, best_validation = ?4 WHERE id = ?1";
+
+/// Parsed summaries of the trials this thread last wrote, keyed by trial, with the text they
+/// were stored as: used only while the database still holds exactly that text.
+const MAX_CACHED_SUMMARIES: usize = 10_000;
+
+struct Job {
+    reports: Vec<CurrentMetricReport>,
+    reply: oneshot::Sender<StoreResult<Vec<MetricAdmission>>>,
+}
+
+/// The store's handle on the writer thread; the thread ends when this is dropped.
+pub(crate) struct SqliteMetricsWriter {
+    jobs: mpsc::UnboundedSender<Job>,
+}
+
+impl SqliteMetricsWriter {
+    /// Opens a connection to the (already migrated) database at `path` and starts the thread.
+    pub(crate) fn start(path: &Path) -> StoreResult<SqliteMetricsWriter> {
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.set_prepared_statement_cache_capacity(32);
+        rusqlite::vtab::array::load_module(&conn)?;
+        let (jobs, receiver) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("sqlite-metrics".into())
+            .spawn(move || run(conn, receiver))
+            .map_err(|e| StoreError::Io { context: "starting the SQLite metrics writer thread", source: e })?;
+        Ok(SqliteMetricsWriter { jobs })
+    }
+
+    pub(crate) async fn write(&self, reports: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job { reports: reports.to_vec(), reply };
+        self.jobs.send(job).map_err(|_| StoreError::WriterStopped)?;
+        answer.await.map_err(|_| StoreError::WriterStopped)?
+    }
+}
+
+fn run(mut conn: Connection, mut jobs: mpsc::UnboundedReceiver<Job>) {
+    let mut summaries: HashMap<i32, (String, Value)> = HashMap::new();
+    while let Some(job) = jobs.blocking_recv() {
+        let result = write_batch(&mut conn, &mut summaries, &job.reports);
+        if result.is_err() {
+            // Whatever was cached may describe a rolled-back write.
+            summaries.clear();
+        }
+        // The caller may have gone away; a committed batch stays committed.
+        let _ = job.reply.send(result);
+    }
+}
+
+/// One transaction for the batch, with the sqlx path's rules: lock (read) the trials, check the
+/// sessions, insert the admitted reports, archive what a restarted run supersedes, save the
+/// trials' totals.
+fn write_batch(
+    conn: &mut Connection,
+    summaries: &mut HashMap<i32, (String, Value)>,
+    batch: &[CurrentMetricReport],
+) -> StoreResult<Vec<MetricAdmission>> {
+    if batch.is_empty() {
+        return Ok(Vec::new());
+    }
+    let reports: Vec<&NewMetricReport> = batch.iter().map(|r| &r.report).collect();
+    let sessions: Vec<Option<i64>> = batch.iter().map(|r| r.allocation_session_id).collect();
+    let trial_ids: BTreeSet<i32> = reports.iter().map(|r| r.trial_id).collect();
+    let session_ids: BTreeSet<i64> = sessions.iter().flatten().copied().collect();
+
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut trials: BTreeMap<i32, (i32, TrialTotals)> = BTreeMap::new();
+    {
+        let ids: Rc<Vec<SqlValue>> = Rc::new(trial_ids.iter().map(|&id| SqlValue::Integer(id.into())).collect());
+        let mut statement = tx.prepare_cached(LOCK_TRIALS)?;
+        let mut rows = statement.query([ids])?;
+        while let Some(row) = rows.next()? {
+            let id: i32 = row.get(0)?;
+            let text = row
+                .get_ref(2)?
+                .as_str()
+                .map_err(|e| rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, e.into()))?;
+            let summary = match summaries.remove(&id) {
+                Some((cached, value)) if cached == text => value,
+                _ => parse_json("summary_metrics", text)?,
+            };
+            trials.insert(id, (row.get(1)?, TrialTotals { summary, total_batches: row.get(3)?, best_validation: row.get(4)? }));
+        }
+    }
+    let mut live_sessions = BTreeSet::new();
+    if !session_ids.is_empty() {
+        let ids: Rc<Vec<SqlValue>> = Rc::new(session_ids.iter().map(|&id| SqlValue::Integer(id)).collect());
+        let mut statement = tx.prepare_cached(LIVE_SESSIONS)?;
+        let mut rows = statement.query([ids])?;
+        while let Some(row) = rows.next()? {
+            live_sessions.insert(row.get::<_, i64>(0)?);
+        }
+    }
+    let admissions = admit(&reports, Some(&sessions), &trials, &live_sessions)?;
+    let accepted: Vec<&NewMetricReport> =
+        reports.iter().zip(&admissions).filter(|(_, a)| **a == MetricAdmission::Stored).map(|(r, _)| *r).collect();
+    if accepted.is_empty() {
+        tx.rollback()?;
+        return Ok(admissions);
+    }
+
+    {
+        let mut insert = tx.prepare_cached(INSERT)?;
+        for r in &accepted {
+            let time = r.report_time.to_rfc3339_opts(SecondsFormat::AutoSi, false);
+            insert.execute(params![r.trial_id, r.trial_run_id, r.group, r.steps_completed, time, body_text(r)?])?;
+        }
+    }
+    // After the insert, so a batch that mixes runs also archives its own superseded rows. Runs
+    // start at 1, and admitted reports are of their trial's current run: a report of run 1
+    // has no earlier run to roll back.
+    let mut stale = BTreeSet::new();
+    {
+        let mut archive = tx.prepare_cached(ARCHIVE)?;
+        for ((trial_id, group, run_id), steps) in rollbacks(&accepted) {
+            if run_id > 1 && archive.execute(params![trial_id, group, run_id, steps])? > 0 {
+                stale.insert(trial_id);
+            }
+        }
+    }
+    let mut by_trial: BTreeMap<i32, Vec<&NewMetricReport>> = BTreeMap::new();
+    for r in &accepted {
+        by_trial.entry(r.trial_id).or_default().push(r);
+    }
+    let mut saved: Vec<(i32, String, Value)> = Vec::with_capacity(by_trial.len());
+    {
+        let mut backfill = tx.prepare_cached(BACKFILL_CHECKPOINT_METRIC)?;
+        let mut save = tx.prepare_cached(SAVE_TRIAL)?;
+        for (id, own) in by_trial {
+            let Some((_, mut t)) = trials.remove(&id) else { continue };
+            if stale.contains(&id) {
+                let mut live_rows = tx.prepare_cached(LIVE_METRICS)?;
+                let live = live_rows
+                    .query_map([id], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?, row.get::<_, String>(2)?)))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                t.recompute(live)?;
+            } else {
+                for r in &own {
+                    t.fold(&r.group, r.steps_completed, &r.avg_metrics);
+                }
+            }
+            for r in &own {
+                t.offer_validation(r);
+                if let Some(value) = searcher_value(r) {
+                    backfill.execute(params![id, r.steps_completed, value])?;
+                }
+            }
+            let text = t.summary.to_string();
+            save.execute(params![id, text, t.total_batches, t.best_validation])?;
+            saved.push((id, text, t.summary));
+        }
+    }
+    tx.commit()?;
+    if summaries.len() + saved.len() > MAX_CACHED_SUMMARIES {
+        summaries.clear();
+    }
+    summaries.extend(saved.into_iter().map(|(id, text, value)| (id, (text, value))));
+    Ok(admissions)
+}
