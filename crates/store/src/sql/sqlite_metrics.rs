@@ -61,6 +61,7 @@ impl SqliteMetricsWriter {
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.pragma_update(None, "wal_autocheckpoint", super::WAL_AUTOCHECKPOINT_PAGES)?;
         conn.set_prepared_statement_cache_capacity(32);
         rusqlite::vtab::array::load_module(&conn)?;
         let (jobs, receiver) = mpsc::unbounded_channel();
