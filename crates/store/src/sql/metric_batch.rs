@@ -62,12 +62,29 @@ impl TrialTotals {
         Ok(())
     }
 
+    /// Takes a trial's own reports of the batch: folded into the summary unless it was just
+    /// `recomputed` from the trial's live rows (which include them), and offered as validations.
+    pub(crate) fn apply(&mut self, own: &[&NewMetricReport], recomputed: bool) {
+        for r in own {
+            if !recomputed {
+                self.fold(&r.group, r.steps_completed, &r.avg_metrics);
+            }
+            self.offer_validation(r);
+        }
+    }
+
     pub(crate) fn offer_validation(&mut self, report: &NewMetricReport) {
         let (Some(searcher), Some(value)) = (&report.searcher_metric, searcher_value(report)) else { return };
         if self.best_validation.is_none_or(|best| is_better(value, best, searcher.smaller_is_better)) {
             self.best_validation = Some(value);
         }
     }
+}
+
+/// (steps, searcher metric value) of the reports that carry one: a checkpoint reported at those
+/// steps before its validation gets the value (what GC ranks by).
+pub(crate) fn backfills<'a>(own: &'a [&NewMetricReport]) -> impl Iterator<Item = (i64, f64)> + 'a {
+    own.iter().filter_map(|r| searcher_value(r).map(|value| (r.steps_completed, value)))
 }
 
 /// The report's value of the searcher metric, when it names one and holds it as a number.

@@ -12,7 +12,7 @@ use serde_json::Value;
 use sqlx::AssertSqlSafe;
 
 use super::args::{Args, BatchInsert, bind_args};
-use super::metric_batch::{TrialTotals, admit, body_text, is_better, rollbacks, searcher_value, split_body};
+use super::metric_batch::{TrialTotals, admit, backfills, body_text, is_better, rollbacks, split_body};
 use super::{Pool, SqlStore, on_pool, parse_json};
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport, VALIDATION_GROUP};
@@ -203,19 +203,14 @@ impl SqlStore {
             let mut saved: Vec<(i32, TrialTotals)> = Vec::with_capacity(by_trial.len());
             for (id, own) in by_trial {
                 let Some((_, mut t)) = trials.remove(&id) else { continue };
-                if stale.contains(&id) {
+                let recomputed = stale.contains(&id);
+                if recomputed {
                     let live: Vec<(String, i64, String)> = sqlx::query_as(LIVE_METRICS).bind(id).fetch_all(&mut *tx).await?;
                     t.recompute(live)?;
-                } else {
-                    for r in &own {
-                        t.fold(&r.group, r.steps_completed, &r.avg_metrics);
-                    }
                 }
-                for r in &own {
-                    t.offer_validation(r);
-                    if let Some(value) = searcher_value(r) {
-                        sqlx::query(BACKFILL_CHECKPOINT_METRIC).bind(id).bind(r.steps_completed).bind(value).execute(&mut *tx).await?;
-                    }
+                t.apply(&own, recomputed);
+                for (steps, value) in backfills(&own) {
+                    sqlx::query(BACKFILL_CHECKPOINT_METRIC).bind(id).bind(steps).bind(value).execute(&mut *tx).await?;
                 }
                 saved.push((id, t));
             }

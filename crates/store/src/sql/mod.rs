@@ -36,13 +36,6 @@ use crate::error::{StoreError, StoreResult};
 /// vary with the batch size (bucketed), beside every fixed query.
 const STATEMENT_CACHE: usize = 400;
 
-/// WAL pages before a commit copies them back into the database file (SQLite's default is
-/// 1,000). Metric batches rewrite the same trial and index pages over and over: a larger WAL
-/// copies each page once per checkpoint instead of once per 1,000 pages written, and fsyncs an
-/// order of magnitude less often (at 1,000, ingestion at full speed checkpointed ~60 times a
-/// second, stalling the writer each time).
-pub(crate) const WAL_AUTOCHECKPOINT_PAGES: &str = "16384";
-
 /// Parses a JSON column; a document that does not parse is a backend fault.
 pub(crate) fn parse_json(column: &'static str, text: &str) -> StoreResult<serde_json::Value> {
     serde_json::from_str(text).map_err(|e| StoreError::corrupt(column, e))
@@ -105,8 +98,7 @@ impl SqlStore {
             // Read pages through a memory map and keep more of them per connection: list pages
             // read wide rows, and each pread is a syscall.
             .pragma("mmap_size", "268435456")
-            .pragma("cache_size", "-16384")
-            .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES);
+            .pragma("cache_size", "-16384");
         // No ping before handing out a connection: a local file does not drop connections, and the
         // ping is a round trip to the connection's thread on every query.
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).test_before_acquire(false).connect_with(options).await?;
