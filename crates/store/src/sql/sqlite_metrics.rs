@@ -11,7 +11,7 @@
 //! SQLite) and the sqlx one (PostgreSQL). Writes of other connections are serialised with this
 //! one by SQLite's write lock (`BEGIN IMMEDIATE`, busy timeout), as between pool connections.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::metric_batch::{TrialTotals, admit, backfills, body_text, rollbacks};
 use super::parse_json;
+use super::summary_cache::SummaryCache;
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{CurrentMetricReport, MetricAdmission, NewMetricReport};
 
@@ -45,10 +46,6 @@ const SAVE_TRIAL: &str = "UPDATE trials SET summary_metrics = ?2, total_batches 
 /// Metric batches rewrite the same trial and index pages over and over; at 1,000, ingestion at
 /// full speed checkpointed ~60 times a second and stalled the writer each time (p95 5.9 → 3.3 ms).
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 16_384;
-
-/// Parsed summaries of the trials this thread last wrote, keyed by trial, with the text they
-/// were stored as: used only while the database still holds exactly that text.
-const MAX_CACHED_SUMMARIES: usize = 10_000;
 
 struct Job {
     reports: Vec<CurrentMetricReport>,
@@ -87,13 +84,10 @@ impl SqliteMetricsWriter {
 }
 
 fn run(mut conn: Connection, mut jobs: mpsc::UnboundedReceiver<Job>) {
-    let mut summaries: HashMap<i32, (String, Value)> = HashMap::new();
+    // The summaries this thread last committed (a failed batch's trials were taken out of it).
+    let summaries = SummaryCache::default();
     while let Some(job) = jobs.blocking_recv() {
-        let result = write_batch(&mut conn, &mut summaries, &job.reports);
-        if result.is_err() {
-            // Whatever was cached may describe a rolled-back write.
-            summaries.clear();
-        }
+        let result = write_batch(&mut conn, &summaries, &job.reports);
         // The caller may have gone away; a committed batch stays committed.
         let _ = job.reply.send(result);
     }
@@ -102,11 +96,7 @@ fn run(mut conn: Connection, mut jobs: mpsc::UnboundedReceiver<Job>) {
 /// One transaction for the batch, with the sqlx path's rules: lock (read) the trials, check the
 /// sessions, insert the admitted reports, archive what a restarted run supersedes, save the
 /// trials' totals.
-fn write_batch(
-    conn: &mut Connection,
-    summaries: &mut HashMap<i32, (String, Value)>,
-    batch: &[CurrentMetricReport],
-) -> StoreResult<Vec<MetricAdmission>> {
+fn write_batch(conn: &mut Connection, summaries: &SummaryCache, batch: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>> {
     if batch.is_empty() {
         return Ok(Vec::new());
     }
@@ -127,9 +117,9 @@ fn write_batch(
                 .get_ref(2)?
                 .as_str()
                 .map_err(|e| rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, e.into()))?;
-            let summary = match summaries.remove(&id) {
-                Some((cached, value)) if cached == text => value,
-                _ => parse_json("summary_metrics", text)?,
+            let summary = match summaries.take(id, text) {
+                Some(summary) => summary,
+                None => parse_json("summary_metrics", text)?,
             };
             trials.insert(id, (row.get(1)?, TrialTotals { summary, total_batches: row.get(3)?, best_validation: row.get(4)? }));
         }
@@ -198,9 +188,6 @@ fn write_batch(
         }
     }
     tx.commit()?;
-    if summaries.len() + saved.len() > MAX_CACHED_SUMMARIES {
-        summaries.clear();
-    }
-    summaries.extend(saved.into_iter().map(|(id, text, value)| (id, (text, value))));
+    summaries.put_all(saved);
     Ok(admissions)
 }
