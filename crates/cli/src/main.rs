@@ -18,6 +18,11 @@ use resolute_cli::commands::trial::{self, TrialCommand};
 use resolute_cli::commands::user::{self, UserCommand};
 use resolute_cli::url::canonicalize_master_url;
 
+/// The master allocates per request and per metric batch from several threads; mimalloc's
+/// per-thread pages cost a fraction of glibc's locked arenas there (see bench/README.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `det --version`: the upstream release whose CLI this replaces comes first, for scripts that
 /// check it; then our own version.
 const VERSION: &str = concat!("0.38.1 (resolute ", env!("CARGO_PKG_VERSION"), ")");

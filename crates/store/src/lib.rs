@@ -142,6 +142,10 @@ pub trait Store: Send + Sync + 'static {
     /// current one, its allocation session is still open) and only admitted ones are stored.
     /// Returns one admission per report, in order; an `Err` means nothing was written.
     async fn insert_metrics_if_current(&self, reports: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>>;
+    /// Metric batches may leave a trial's summary columns behind for a moment (readers see the
+    /// current values regardless): writes those that have been behind for an interval (all of
+    /// them with `force`). Call periodically and before shutting down; returns rows written.
+    async fn flush_metric_summaries(&self, force: bool) -> StoreResult<u64>;
     /// Archives the trial's live metrics (of `group`, or all) from runs before `run_id` with
     /// more than `steps_completed` steps, as when a run restores a checkpoint; returns how many.
     async fn archive_metrics_after(&self, trial_id: i32, run_id: i32, steps_completed: i64, group: Option<&str>) -> StoreResult<u64>;

@@ -21,6 +21,9 @@ use crate::error::{ApiError, ApiResult};
 pub const MAX_BATCH: usize = 2048;
 /// Reports waiting for the writer; beyond this, handlers wait to queue (backpressure).
 const QUEUE: usize = 8192;
+/// How often summary rows left behind by batches are looked at (they are written once they
+/// have been behind for the store's interval).
+const FLUSH_TICK: std::time::Duration = std::time::Duration::from_millis(100);
 
 struct Job {
     report: CurrentMetricReport,
@@ -71,6 +74,10 @@ async fn run(store: Arc<dyn Store>, cluster: ClusterHandle, reporters: Arc<Metri
     let mut in_flight: JoinSet<()> = JoinSet::new();
     let mut trials_of: HashMap<task::Id, Vec<i32>> = HashMap::new();
     let mut open = true;
+    // Summary rows that batches left behind are written once their trials stop reporting.
+    let mut flush_tick = tokio::time::interval(FLUSH_TICK);
+    flush_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut flushing: Option<task::JoinHandle<()>> = None;
     loop {
         while in_flight.len() < depth {
             let batch = take_batch(&mut pending, &busy);
@@ -85,12 +92,29 @@ async fn run(store: Arc<dyn Store>, cluster: ClusterHandle, reporters: Arc<Metri
         }
         // With nothing in flight, `busy` is empty, so everything pending was started above.
         if !open && in_flight.is_empty() {
+            if let Some(flush) = flushing.take() {
+                let _ = flush.await;
+            }
+            if let Err(e) = store.flush_metric_summaries(true).await {
+                tracing::error!(error = %e, "writing the last metric summaries failed");
+            }
             return;
         }
         tokio::select! {
             n = receiver.recv_many(&mut received, MAX_BATCH), if open && pending.len() < MAX_BATCH => {
                 open = n > 0;
                 pending.extend(received.drain(..));
+            }
+            _ = flush_tick.tick() => {
+                // One flush at a time; it runs beside the batches (it skips trials they hold).
+                if flushing.as_ref().is_none_or(|f| f.is_finished()) {
+                    let store = store.clone();
+                    flushing = Some(tokio::spawn(async move {
+                        if let Err(e) = store.flush_metric_summaries(false).await {
+                            tracing::warn!(error = %e, "writing metric summaries failed; retrying at the next tick");
+                        }
+                    }));
+                }
             }
             Some(done) = in_flight.join_next_with_id() => {
                 // A panicked batch dropped its waiters' replies; they answer "internal error".

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value, json};
 
 use super::parse_json;
+use super::summary_cache::SummaryCache;
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{MetricAdmission, NewMetricReport};
 use crate::summary;
@@ -39,6 +40,7 @@ pub(crate) fn split_body(mut body: Value) -> (Map<String, Value>, Vec<Value>) {
 }
 
 /// What a batch changes on one trial's row.
+#[derive(Clone, Debug)]
 pub(crate) struct TrialTotals {
     pub summary: Value,
     pub total_batches: i64,
@@ -87,6 +89,36 @@ pub(crate) fn backfills<'a>(own: &'a [&NewMetricReport]) -> impl Iterator<Item =
     own.iter().filter_map(|r| searcher_value(r).map(|value| (r.steps_completed, value)))
 }
 
+/// A trial's row as a batch read it, holding its lock.
+pub(crate) struct LockedTrial {
+    pub run_id: i32,
+    pub row_text: String,
+    pub total_batches: i64,
+    pub best_validation: Option<f64>,
+    /// `Some(may_defer)` when the writers' cache entry for the row is valid (and checked out).
+    pub cached: Option<bool>,
+}
+
+impl LockedTrial {
+    /// Whether the batch may leave the row behind: the cache allows it, no restart rollback
+    /// touched the trial, and its reports only fold into summary and total (no searcher value:
+    /// `best_validation` and checkpoints stay as they are).
+    pub(crate) fn defers(&self, recomputed: bool, own: &[&NewMetricReport]) -> bool {
+        self.cached == Some(true) && !recomputed && own.iter().all(|r| searcher_value(r).is_none())
+    }
+
+    /// The totals a batch that writes the row starts from.
+    pub(crate) fn totals(&self, trial_id: i32, cache: &SummaryCache) -> StoreResult<TrialTotals> {
+        if self.cached.is_some() {
+            if let Some(totals) = cache.copy(trial_id) {
+                return Ok(totals);
+            }
+        }
+        let summary = parse_json("summary_metrics", &self.row_text)?;
+        Ok(TrialTotals { summary, total_batches: self.total_batches, best_validation: self.best_validation })
+    }
+}
+
 /// The report's value of the searcher metric, when it names one and holds it as a number.
 pub(crate) fn searcher_value(report: &NewMetricReport) -> Option<f64> {
     let searcher = report.searcher_metric.as_ref()?;
@@ -112,14 +144,14 @@ pub(crate) fn rollbacks<'a>(reports: &[&'a NewMetricReport]) -> BTreeMap<(i32, &
 pub(crate) fn admit(
     reports: &[&NewMetricReport],
     sessions: Option<&[Option<i64>]>,
-    trials: &BTreeMap<i32, (i32, TrialTotals)>,
+    trials: &BTreeMap<i32, LockedTrial>,
     live_sessions: &BTreeSet<i64>,
 ) -> StoreResult<Vec<MetricAdmission>> {
     reports
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let Some((run_id, _)) = trials.get(&r.trial_id) else {
+            let Some(LockedTrial { run_id, .. }) = trials.get(&r.trial_id) else {
                 return if sessions.is_some() {
                     Ok(MetricAdmission::TrialNotFound)
                 } else {

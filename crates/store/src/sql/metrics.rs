@@ -6,13 +6,14 @@
 //! resumed from an older checkpoint recomputes those steps, and they must not count twice.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
 
 use super::args::{Args, BatchInsert, bind_args};
-use super::metric_batch::{TrialTotals, admit, backfills, body_text, is_better, rollbacks, split_body};
+use super::metric_batch::{LockedTrial, TrialTotals, admit, backfills, body_text, is_better, rollbacks, split_body};
 use super::{Pool, SqlStore, on_pool, parse_json};
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport, VALIDATION_GROUP};
@@ -41,7 +42,8 @@ const LIVE_SESSIONS: &str = "SELECT s.id FROM allocation_sessions s JOIN allocat
 const ARCHIVE_ANY_HEAD: &str = "UPDATE metrics SET archived = TRUE WHERE archived = FALSE AND";
 
 /// [`SAVE_TRIAL`] for many trials: `(VALUES (id, summary, total, best), ...)` follows.
-const SAVE_TRIALS_HEAD: &str = "UPDATE trials SET summary_metrics = v.column2, total_batches = v.column3, best_validation = v.column4 FROM";
+const SAVE_TRIALS_HEAD: &str = "UPDATE trials SET summary_metrics = v.column2, total_batches = v.column3, best_validation = v.column4, \
+     summary_pending = v.column5 FROM";
 
 const ARCHIVE: &str = "UPDATE metrics SET archived = TRUE WHERE trial_id = $1 AND archived = FALSE \
      AND trial_run_id < $2 AND steps_completed > $3 AND ($4 IS NULL OR metric_group = $4)";
@@ -53,7 +55,12 @@ const LIVE_METRICS: &str =
 /// validation at its step; the validation then gives it its searcher metric (what GC ranks by).
 const BACKFILL_CHECKPOINT_METRIC: &str =
     "UPDATE checkpoints SET searcher_metric = $3 WHERE trial_id = $1 AND steps_completed = $2 AND searcher_metric IS NULL";
-const SAVE_TRIAL: &str = "UPDATE trials SET summary_metrics = $2, total_batches = $3, best_validation = $4 WHERE id = $1";
+/// Also clears `summary_pending`: the row is whole (see `summary_cache`).
+const SAVE_TRIAL: &str =
+    "UPDATE trials SET summary_metrics = $2, total_batches = $3, best_validation = $4, summary_pending = FALSE WHERE id = $1";
+/// Compare-and-set: only if the row still holds the text the cache's entry was made from.
+const FLUSH_TRIAL: &str =
+    "UPDATE trials SET summary_metrics = $2, total_batches = $3, summary_pending = FALSE WHERE id = $1 AND summary_metrics = $4";
 
 #[derive(sqlx::FromRow)]
 struct MetricRow {
@@ -103,7 +110,7 @@ impl SqlStore {
 
     pub(crate) async fn insert_metrics_if_current_impl(&self, reports: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>> {
         if let Some(writer) = &self.sqlite_metrics {
-            return writer.write(reports).await;
+            return writer.write(&self.summaries, reports).await;
         }
         let sessions: Vec<Option<i64>> = reports.iter().map(|r| r.allocation_session_id).collect();
         let reports: Vec<&NewMetricReport> = reports.iter().map(|r| &r.report).collect();
@@ -122,6 +129,8 @@ impl SqlStore {
         let trial_ids: Vec<i32> = reports.iter().map(|r| r.trial_id).collect::<BTreeSet<_>>().into_iter().collect();
         let session_ids: Vec<i64> = sessions.unwrap_or_default().iter().flatten().copied().collect::<BTreeSet<_>>().into_iter().collect();
         let insert = BatchInsert::for_store(self, INSERT_HEAD, INSERT_COLUMNS);
+        let now = Instant::now();
+        let mut checked_out = self.summaries.check_outs();
 
         // The trials' rows are locked by reading them: SQLite's `BEGIN IMMEDIATE` takes the
         // database's write lock up front, PostgreSQL locks the rows (in id order, as every
@@ -130,18 +139,18 @@ impl SqlStore {
         let lock_tail = if sqlite { "" } else { " ORDER BY id FOR UPDATE" };
         on_pool!(self, pool => {
             let mut tx = if sqlite { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
-            let mut trials: BTreeMap<i32, (i32, TrialTotals)> = BTreeMap::new();
+            let mut trials: BTreeMap<i32, LockedTrial> = BTreeMap::new();
             for chunk in trial_ids.chunks(IDS_PER_STATEMENT) {
                 let mut args = Args::default();
                 let sql = format!("{LOCK_TRIALS_HEAD} ({}){lock_tail}", args.push_list(padded(chunk).iter().copied()));
                 let rows: Vec<(i32, i32, String, i64, Option<f64>)> =
                     bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
-                for (id, run_id, text, total_batches, best_validation) in rows {
-                    let summary = match self.summaries.take(id, &text) {
-                        Some(summary) => summary,
-                        None => parse_json("summary_metrics", &text)?,
-                    };
-                    trials.insert(id, (run_id, TrialTotals { summary, total_batches, best_validation }));
+                for (id, run_id, row_text, total_batches, best_validation) in rows {
+                    let cached = self.summaries.check_out(id, &row_text, now);
+                    if cached.is_some() {
+                        checked_out.push(id);
+                    }
+                    trials.insert(id, LockedTrial { run_id, row_text, total_batches, best_validation, cached });
                 }
             }
             let mut live_sessions = BTreeSet::new();
@@ -200,10 +209,16 @@ impl SqlStore {
             for r in &accepted {
                 by_trial.entry(r.trial_id).or_default().push(r);
             }
-            let mut saved: Vec<(i32, TrialTotals)> = Vec::with_capacity(by_trial.len());
+            let mut written: Vec<(i32, TrialTotals, String)> = Vec::new();
+            let mut deferred: Vec<(i32, Vec<&NewMetricReport>)> = Vec::new();
             for (id, own) in by_trial {
-                let Some((_, mut t)) = trials.remove(&id) else { continue };
+                let Some(locked) = trials.get(&id) else { continue };
                 let recomputed = stale.contains(&id);
+                if locked.defers(recomputed, &own) {
+                    deferred.push((id, own));
+                    continue;
+                }
+                let mut t = locked.totals(id, &self.summaries)?;
                 if recomputed {
                     let live: Vec<(String, i64, String)> = sqlx::query_as(LIVE_METRICS).bind(id).fetch_all(&mut *tx).await?;
                     t.recompute(live)?;
@@ -212,28 +227,114 @@ impl SqlStore {
                 for (steps, value) in backfills(&own) {
                     sqlx::query(BACKFILL_CHECKPOINT_METRIC).bind(id).bind(steps).bind(value).execute(&mut *tx).await?;
                 }
-                saved.push((id, t));
+                let text = t.summary.to_string();
+                written.push((id, t, text));
             }
-            let texts: Vec<String> = saved.iter().map(|(_, t)| t.summary.to_string()).collect();
+            let pending = self.summaries.defers();
             let rows: Vec<(i32, &String, i64, Option<f64>)> =
-                saved.iter().zip(&texts).map(|((id, t), text)| (*id, text, t.total_batches, t.best_validation)).collect();
+                written.iter().map(|(id, t, text)| (*id, text, t.total_batches, t.best_validation)).collect();
             for chunk in rows.chunks(IDS_PER_STATEMENT / 4) {
                 let mut args = Args::default();
                 // A repeated row sets the same values again.
                 let rows: Vec<String> = padded(chunk)
                     .iter()
                     .map(|&(id, text, total_batches, best_validation)| {
-                        format!("({}, {}, {}, {})", args.push(id), args.push(text), args.push(total_batches), args.push(best_validation))
+                        format!(
+                            "({}, {}, {}, {}, {})",
+                            args.push(id),
+                            args.push(text),
+                            args.push(total_batches),
+                            args.push(best_validation),
+                            args.push(pending)
+                        )
                     })
                     .collect();
-                // VALUES names its columns column1..4 on both backends.
+                // VALUES names its columns column1..5 on both backends.
                 let sql = format!("{SAVE_TRIALS_HEAD} (VALUES {}) AS v WHERE trials.id = v.column1", rows.join(", "));
                 bind_args!(sqlx::query(AssertSqlSafe(sql.as_str())), args).execute(&mut *tx).await?;
             }
             tx.commit().await?;
-            self.summaries.put_all(saved.into_iter().zip(texts).map(|((id, t), text)| (id, text, t.summary)));
+            checked_out.commit(written, &deferred, now);
             Ok(admissions)
         })
+    }
+
+    /// Writes the rows that metric batches left behind once they are an interval old (all of
+    /// them with `force`); returns how many were written.
+    pub(crate) async fn flush_metric_summaries_impl(&self, force: bool) -> StoreResult<u64> {
+        if let Some(writer) = &self.sqlite_metrics {
+            return writer.flush(&self.summaries, force).await;
+        }
+        let due = self.summaries.due(Instant::now(), force);
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<i32> = due.iter().map(|d| d.trial_id).collect();
+        let written: StoreResult<Vec<bool>> = async {
+            on_pool!(self, pool => {
+                let mut tx = pool.begin().await?;
+                let mut written = Vec::with_capacity(due.len());
+                // In id order, as the batches lock rows.
+                for d in &due {
+                    let done = sqlx::query(FLUSH_TRIAL)
+                        .bind(d.trial_id)
+                        .bind(&d.summary_text)
+                        .bind(d.total_batches)
+                        .bind(&d.row_text)
+                        .execute(&mut *tx)
+                        .await?;
+                    written.push(done.rows_affected() > 0);
+                }
+                tx.commit().await?;
+                Ok(written)
+            })
+        }
+        .await;
+        match written {
+            Ok(written) => {
+                let now = Instant::now();
+                let count = written.iter().filter(|w| **w).count() as u64;
+                for (row, written) in due.into_iter().zip(written) {
+                    self.summaries.flushed(row, written, now);
+                }
+                Ok(count)
+            }
+            Err(e) => {
+                self.summaries.release(ids);
+                Err(e)
+            }
+        }
+    }
+
+    /// Re-derives the summaries of rows marked pending (a crash may have lost what batches left
+    /// behind) from their live metrics. Runs when the store opens.
+    pub(crate) async fn repair_pending_summaries(&self) -> StoreResult<u64> {
+        let ids: Vec<(i32,)> = on_pool!(self, pool => {
+            sqlx::query_as("SELECT id FROM trials WHERE summary_pending = TRUE ORDER BY id").fetch_all(pool).await?
+        });
+        for &(id,) in &ids {
+            on_pool!(self, pool => {
+                let mut tx = pool.begin().await?;
+                let row: Option<(String, i64, Option<f64>)> = sqlx::query_as(LOCK_TRIAL).bind(id).fetch_optional(&mut *tx).await?;
+                if let Some((summary, total_batches, best_validation)) = row {
+                    let mut t = TrialTotals { summary: parse_json("summary_metrics", &summary)?, total_batches, best_validation };
+                    let live: Vec<(String, i64, String)> = sqlx::query_as(LIVE_METRICS).bind(id).fetch_all(&mut *tx).await?;
+                    t.recompute(live)?;
+                    sqlx::query(SAVE_TRIAL)
+                        .bind(id)
+                        .bind(t.summary.to_string())
+                        .bind(t.total_batches)
+                        .bind(t.best_validation)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+            });
+        }
+        if !ids.is_empty() {
+            tracing::info!(trials = ids.len(), "re-derived metric summaries left pending by an unclean shutdown");
+        }
+        Ok(ids.len() as u64)
     }
 
     pub(crate) async fn archive_metrics_after_impl(
@@ -270,6 +371,9 @@ impl SqlStore {
                     .await?;
             }
             tx.commit().await?;
+            if archived > 0 {
+                self.summaries.rewritten(trial_id, &summary);
+            }
             Ok(archived)
         })
     }

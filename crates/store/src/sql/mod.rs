@@ -25,6 +25,7 @@ mod workspaces;
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
@@ -66,7 +67,8 @@ pub(crate) enum Pool {
 pub struct SqlStore {
     pub(crate) pool: Pool,
     pub(crate) log_group: log_group_commit::LogGroupCommit,
-    pub(crate) summaries: summary_cache::SummaryCache,
+    /// The metric writers' totals per trial; readers overlay them (see `summary_cache`).
+    pub(crate) summaries: Arc<summary_cache::SummaryCache>,
     /// SQLite files only: the metric admission path's own connection and thread.
     pub(crate) sqlite_metrics: Option<sqlite_metrics::SqliteMetricsWriter>,
 }
@@ -103,9 +105,11 @@ impl SqlStore {
         // ping is a round trip to the connection's thread on every query.
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).test_before_acquire(false).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        let sqlite_metrics = Some(sqlite_metrics::SqliteMetricsWriter::start(path)?);
-        let store = SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics };
+        let mut store =
+            SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None };
         store.convert_legacy_logs().await?;
+        store.repair_pending_summaries().await?;
+        store.sqlite_metrics = Some(sqlite_metrics::SqliteMetricsWriter::start(path)?);
         Ok(store)
     }
 
@@ -136,6 +140,7 @@ impl SqlStore {
         let store =
             SqlStore { pool: Pool::Postgres(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None };
         store.convert_legacy_logs().await?;
+        store.repair_pending_summaries().await?;
         Ok(store)
     }
 

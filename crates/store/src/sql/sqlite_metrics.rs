@@ -14,16 +14,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::rc::Rc;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use chrono::SecondsFormat;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::metric_batch::{TrialTotals, admit, backfills, body_text, rollbacks};
-use super::parse_json;
+use super::metric_batch::{LockedTrial, TrialTotals, admit, backfills, body_text, rollbacks};
 use super::summary_cache::SummaryCache;
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{CurrentMetricReport, MetricAdmission, NewMetricReport};
@@ -39,7 +38,11 @@ const LIVE_METRICS: &str =
     "SELECT metric_group, steps_completed, body FROM metrics WHERE trial_id = ?1 AND archived = FALSE ORDER BY steps_completed, id";
 const BACKFILL_CHECKPOINT_METRIC: &str =
     "UPDATE checkpoints SET searcher_metric = ?3 WHERE trial_id = ?1 AND steps_completed = ?2 AND searcher_metric IS NULL";
-const SAVE_TRIAL: &str = "UPDATE trials SET summary_metrics = ?2, total_batches = ?3, best_validation = ?4 WHERE id = ?1";
+const SAVE_TRIAL: &str =
+    "UPDATE trials SET summary_metrics = ?2, total_batches = ?3, best_validation = ?4, summary_pending = ?5 WHERE id = ?1";
+/// Compare-and-set: only if the row still holds the text the cache's entry was made from.
+const FLUSH_TRIAL: &str =
+    "UPDATE trials SET summary_metrics = ?2, total_batches = ?3, summary_pending = FALSE WHERE id = ?1 AND summary_metrics = ?4";
 
 /// WAL pages before this connection's commit copies them back into the database file (SQLite's
 /// default is 1,000, which the pool's connections keep: pages read from the WAL bypass `mmap`).
@@ -47,14 +50,20 @@ const SAVE_TRIAL: &str = "UPDATE trials SET summary_metrics = ?2, total_batches 
 /// full speed checkpointed ~60 times a second and stalled the writer each time (p95 5.9 → 3.3 ms).
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 16_384;
 
-struct Job {
-    reports: Vec<CurrentMetricReport>,
-    reply: oneshot::Sender<StoreResult<Vec<MetricAdmission>>>,
+enum Job {
+    Write { reports: Vec<CurrentMetricReport>, reply: oneshot::Sender<StoreResult<Vec<MetricAdmission>>> },
+    Flush { force: bool, reply: oneshot::Sender<StoreResult<u64>> },
+}
+
+struct Envelope {
+    /// The store's (shared with its readers).
+    summaries: Arc<SummaryCache>,
+    job: Job,
 }
 
 /// The store's handle on the writer thread; the thread ends when this is dropped.
 pub(crate) struct SqliteMetricsWriter {
-    jobs: mpsc::UnboundedSender<Job>,
+    jobs: mpsc::UnboundedSender<Envelope>,
 }
 
 impl SqliteMetricsWriter {
@@ -75,53 +84,109 @@ impl SqliteMetricsWriter {
         Ok(SqliteMetricsWriter { jobs })
     }
 
-    pub(crate) async fn write(&self, reports: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>> {
+    pub(crate) async fn write(&self, summaries: &Arc<SummaryCache>, reports: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>> {
         let (reply, answer) = oneshot::channel();
-        let job = Job { reports: reports.to_vec(), reply };
-        self.jobs.send(job).map_err(|_| StoreError::WriterStopped)?;
+        let job = Job::Write { reports: reports.to_vec(), reply };
+        self.jobs.send(Envelope { summaries: summaries.clone(), job }).map_err(|_| StoreError::WriterStopped)?;
+        answer.await.map_err(|_| StoreError::WriterStopped)?
+    }
+
+    pub(crate) async fn flush(&self, summaries: &Arc<SummaryCache>, force: bool) -> StoreResult<u64> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Envelope { summaries: summaries.clone(), job: Job::Flush { force, reply } })
+            .map_err(|_| StoreError::WriterStopped)?;
         answer.await.map_err(|_| StoreError::WriterStopped)?
     }
 }
 
-fn run(mut conn: Connection, mut jobs: mpsc::UnboundedReceiver<Job>) {
-    // The summaries this thread last committed (a failed batch's trials were taken out of it).
-    let summaries = SummaryCache::default();
-    while let Some(job) = jobs.blocking_recv() {
-        let result = write_batch(&mut conn, &summaries, &job.reports);
-        // The caller may have gone away; a committed batch stays committed.
-        let _ = job.reply.send(result);
+fn run(mut conn: Connection, mut jobs: mpsc::UnboundedReceiver<Envelope>) {
+    while let Some(Envelope { summaries, job }) = jobs.blocking_recv() {
+        // The caller may have gone away; what committed stays committed.
+        match job {
+            Job::Write { reports, reply } => {
+                let _ = reply.send(write_batch(&mut conn, &summaries, &reports));
+            }
+            Job::Flush { force, reply } => {
+                let _ = reply.send(flush(&mut conn, &summaries, force));
+            }
+        }
+    }
+}
+
+/// Writes the rows of trials that stopped reporting (see `summary_cache`).
+fn flush(conn: &mut Connection, summaries: &SummaryCache, force: bool) -> StoreResult<u64> {
+    let due = summaries.due(Instant::now(), force);
+    if due.is_empty() {
+        return Ok(0);
+    }
+    let ids: Vec<i32> = due.iter().map(|d| d.trial_id).collect();
+    let written = (|| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut written = Vec::with_capacity(due.len());
+        {
+            let mut statement = tx.prepare_cached(FLUSH_TRIAL)?;
+            for d in &due {
+                written.push(statement.execute(params![d.trial_id, d.summary_text, d.total_batches, d.row_text])? > 0);
+            }
+        }
+        tx.commit()?;
+        Ok::<_, StoreError>(written)
+    })();
+    match written {
+        Ok(written) => {
+            let now = Instant::now();
+            let count = written.iter().filter(|w| **w).count() as u64;
+            for (row, written) in due.into_iter().zip(written) {
+                summaries.flushed(row, written, now);
+            }
+            Ok(count)
+        }
+        Err(e) => {
+            summaries.release(ids);
+            Err(e)
+        }
     }
 }
 
 /// One transaction for the batch, with the sqlx path's rules: lock (read) the trials, check the
 /// sessions, insert the admitted reports, archive what a restarted run supersedes, save the
-/// trials' totals.
+/// trials' totals (or leave rows behind, see `summary_cache`).
 fn write_batch(conn: &mut Connection, summaries: &SummaryCache, batch: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>> {
     if batch.is_empty() {
         return Ok(Vec::new());
     }
+    let mut checked_out = summaries.check_outs();
+    let now = Instant::now();
     let reports: Vec<&NewMetricReport> = batch.iter().map(|r| &r.report).collect();
     let sessions: Vec<Option<i64>> = batch.iter().map(|r| r.allocation_session_id).collect();
     let trial_ids: BTreeSet<i32> = reports.iter().map(|r| r.trial_id).collect();
     let session_ids: BTreeSet<i64> = sessions.iter().flatten().copied().collect();
 
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mut trials: BTreeMap<i32, (i32, TrialTotals)> = BTreeMap::new();
+    let mut trials: BTreeMap<i32, LockedTrial> = BTreeMap::new();
     {
         let ids: Rc<Vec<SqlValue>> = Rc::new(trial_ids.iter().map(|&id| SqlValue::Integer(id.into())).collect());
         let mut statement = tx.prepare_cached(LOCK_TRIALS)?;
-        let mut rows = statement.query([ids])?;
-        while let Some(row) = rows.next()? {
+        let mut found = statement.query([ids])?;
+        while let Some(row) = found.next()? {
             let id: i32 = row.get(0)?;
             let text = row
                 .get_ref(2)?
                 .as_str()
                 .map_err(|e| rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, e.into()))?;
-            let summary = match summaries.take(id, text) {
-                Some(summary) => summary,
-                None => parse_json("summary_metrics", text)?,
+            let cached = summaries.check_out(id, text, now);
+            if cached.is_some() {
+                checked_out.push(id);
+            }
+            let locked = LockedTrial {
+                run_id: row.get(1)?,
+                row_text: text.to_owned(),
+                total_batches: row.get(3)?,
+                best_validation: row.get(4)?,
+                cached,
             };
-            trials.insert(id, (row.get(1)?, TrialTotals { summary, total_batches: row.get(3)?, best_validation: row.get(4)? }));
+            trials.insert(id, locked);
         }
     }
     let mut live_sessions = BTreeSet::new();
@@ -164,13 +229,19 @@ fn write_batch(conn: &mut Connection, summaries: &SummaryCache, batch: &[Current
     for r in &accepted {
         by_trial.entry(r.trial_id).or_default().push(r);
     }
-    let mut saved: Vec<(i32, String, Value)> = Vec::with_capacity(by_trial.len());
+    let mut written: Vec<(i32, TrialTotals, String)> = Vec::new();
+    let mut deferred: Vec<(i32, Vec<&NewMetricReport>)> = Vec::new();
     {
         let mut backfill = tx.prepare_cached(BACKFILL_CHECKPOINT_METRIC)?;
         let mut save = tx.prepare_cached(SAVE_TRIAL)?;
         for (id, own) in by_trial {
-            let Some((_, mut t)) = trials.remove(&id) else { continue };
+            let Some(locked) = trials.get(&id) else { continue };
             let recomputed = stale.contains(&id);
+            if locked.defers(recomputed, &own) {
+                deferred.push((id, own));
+                continue;
+            }
+            let mut t = locked.totals(id, summaries)?;
             if recomputed {
                 let mut live_rows = tx.prepare_cached(LIVE_METRICS)?;
                 let live = live_rows
@@ -183,11 +254,11 @@ fn write_batch(conn: &mut Connection, summaries: &SummaryCache, batch: &[Current
                 backfill.execute(params![id, steps, value])?;
             }
             let text = t.summary.to_string();
-            save.execute(params![id, text, t.total_batches, t.best_validation])?;
-            saved.push((id, text, t.summary));
+            save.execute(params![id, text, t.total_batches, t.best_validation, summaries.defers()])?;
+            written.push((id, t, text));
         }
     }
     tx.commit()?;
-    summaries.put_all(saved);
+    checked_out.commit(written, &deferred, now);
     Ok(admissions)
 }

@@ -196,6 +196,10 @@ impl Store for SqlStore {
         self.insert_metrics_if_current_impl(reports).await
     }
 
+    async fn flush_metric_summaries(&self, force: bool) -> StoreResult<u64> {
+        self.flush_metric_summaries_impl(force).await
+    }
+
     async fn archive_metrics_after(&self, trial_id: i32, run_id: i32, steps_completed: i64, group: Option<&str>) -> StoreResult<u64> {
         self.archive_metrics_after_impl(trial_id, run_id, steps_completed, group).await
     }

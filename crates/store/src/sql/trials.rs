@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AssertSqlSafe;
 
 use super::args::{Args, Conditions, bind_args, direction};
+use super::summary_cache::SummaryCache;
 use super::{SqlStore, expect_row, on_pool, parse_json};
 use crate::error::{StoreError, StoreResult};
 use crate::model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
@@ -36,7 +37,12 @@ pub(super) struct TrialRow {
 }
 
 impl TrialRow {
-    pub(super) fn into_record(self) -> StoreResult<TrialRecord> {
+    /// The record, with the metric writers' totals where the row is behind them.
+    pub(super) fn into_record(self, summaries: &SummaryCache) -> StoreResult<TrialRecord> {
+        let (summary_metrics, total_batches, best_validation) = match summaries.overlay(self.id, &self.summary_metrics) {
+            Some(t) => (t.summary, t.total_batches, t.best_validation),
+            None => (parse_json("summary_metrics", &self.summary_metrics)?, self.total_batches, self.best_validation),
+        };
         Ok(TrialRecord {
             id: self.id,
             experiment_id: self.experiment_id,
@@ -49,10 +55,10 @@ impl TrialRow {
             end_time: self.end_time,
             restarts: self.restarts,
             run_id: self.run_id,
-            total_batches: self.total_batches,
+            total_batches,
             latest_checkpoint_uuid: self.latest_checkpoint_uuid,
-            best_validation: self.best_validation,
-            summary_metrics: parse_json("summary_metrics", &self.summary_metrics)?,
+            best_validation,
+            summary_metrics,
             runner_state: self.runner_state,
             end_reason: self.end_reason,
             progress: self.progress,
@@ -79,7 +85,7 @@ impl SqlStore {
                 .await
         })
         .map_err(|e| StoreError::from_write_ref("trial", &t.task_id, "experiment", t.experiment_id, e))?;
-        created.into_record()
+        created.into_record(&self.summaries)
     }
 
     pub(crate) async fn trial_by_id_impl(&self, id: i32) -> StoreResult<TrialRecord> {
@@ -87,7 +93,7 @@ impl SqlStore {
         let found = on_pool!(self, pool => {
             sqlx::query_as::<_, TrialRow>(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(pool).await?
         });
-        found.ok_or_else(|| StoreError::not_found("trial", id))?.into_record()
+        found.ok_or_else(|| StoreError::not_found("trial", id))?.into_record(&self.summaries)
     }
 
     pub(crate) async fn trial_by_task_id_impl(&self, task_id: &str) -> StoreResult<TrialRecord> {
@@ -95,7 +101,7 @@ impl SqlStore {
         let found = on_pool!(self, pool => {
             sqlx::query_as::<_, TrialRow>(AssertSqlSafe(sql.as_str())).bind(task_id).fetch_optional(pool).await?
         });
-        found.ok_or_else(|| StoreError::not_found("trial", task_id))?.into_record()
+        found.ok_or_else(|| StoreError::not_found("trial", task_id))?.into_record(&self.summaries)
     }
 
     pub(crate) async fn list_trials_impl(&self, filter: &TrialFilter) -> StoreResult<TrialPage> {
@@ -125,7 +131,7 @@ impl SqlStore {
             let total: i64 = bind_args!(sqlx::query_scalar(AssertSqlSafe(count_sql.as_str())), count_args).fetch_one(pool).await?;
             (rows, total)
         });
-        let trials = rows.into_iter().map(TrialRow::into_record).collect::<StoreResult<_>>()?;
+        let trials = rows.into_iter().map(|r| r.into_record(&self.summaries)).collect::<StoreResult<_>>()?;
         Ok(TrialPage { trials, total })
     }
 
@@ -135,7 +141,7 @@ impl SqlStore {
         let updated = on_pool!(self, pool => {
             sqlx::query_as::<_, TrialRow>(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(pool).await?
         });
-        updated.ok_or_else(|| StoreError::not_found("trial", id))?.into_record()
+        updated.ok_or_else(|| StoreError::not_found("trial", id))?.into_record(&self.summaries)
     }
 
     pub(crate) async fn record_trial_restart_impl(&self, id: i32) -> StoreResult<TrialRecord> {

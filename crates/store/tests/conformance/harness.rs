@@ -1,3 +1,4 @@
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -34,31 +35,76 @@ pub(crate) use conformance;
 /// A store on a brand-new SQLite file, as the master opens it (the metrics writer thread only
 /// runs on files). The files stay under Cargo's test temp directory (`target/tmp`).
 pub async fn sqlite() -> Arc<dyn Store> {
-    let dir = tempfile::Builder::new().prefix("conformance-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("create a temp dir").keep();
-    Arc::new(SqlStore::open_sqlite(&dir.join("store.db")).await.expect("open sqlite"))
+    Arc::new(Reopenable::sqlite().open().await)
 }
 
 /// A store on a brand-new PostgreSQL database, or `None` when no server is configured.
 pub async fn postgres() -> Option<Arc<dyn Store>> {
-    let Ok(url) = std::env::var("RESOLUTE_TEST_POSTGRES_URL") else {
-        if std::env::var("RESOLUTE_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-            panic!("RESOLUTE_REQUIRE_POSTGRES=1 but RESOLUTE_TEST_POSTGRES_URL is not set");
+    Some(Arc::new(Reopenable::postgres().await?.open().await))
+}
+
+/// A brand-new database that can be opened again, as a restarted master would.
+pub enum Reopenable {
+    Sqlite(PathBuf),
+    Postgres(PostgresOptions),
+}
+
+impl Reopenable {
+    pub fn sqlite() -> Reopenable {
+        let dir =
+            tempfile::Builder::new().prefix("conformance-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("create a temp dir").keep();
+        Reopenable::Sqlite(dir.join("store.db"))
+    }
+
+    /// `None` when no server is configured.
+    pub async fn postgres() -> Option<Reopenable> {
+        let Ok(url) = std::env::var("RESOLUTE_TEST_POSTGRES_URL") else {
+            if std::env::var("RESOLUTE_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("RESOLUTE_REQUIRE_POSTGRES=1 but RESOLUTE_TEST_POSTGRES_URL is not set");
+            }
+            eprintln!("skipping: RESOLUTE_TEST_POSTGRES_URL is not set");
+            return None;
+        };
+        let admin = PgConnectOptions::from_str(&url).expect("RESOLUTE_TEST_POSTGRES_URL parses");
+        let database = format!("resolute_test_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = admin.connect().await.expect("connect to the test PostgreSQL server");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}"))).execute(&mut conn).await.expect("create test database");
+        Some(Reopenable::Postgres(PostgresOptions {
+            host: admin.get_host().to_owned(),
+            port: admin.get_port(),
+            user: admin.get_username().to_owned(),
+            password: std::env::var("RESOLUTE_TEST_POSTGRES_PASSWORD").unwrap_or_default(),
+            database,
+            ssl_mode: "disable".to_owned(),
+            max_connections: 4,
+        }))
+    }
+
+    /// The trial's `total_batches` as its row holds it (what a store reads before overlaying).
+    pub async fn row_total_batches(&self, trial_id: i32) -> i64 {
+        const SQL: &str = "SELECT total_batches FROM trials WHERE id = $1";
+        match self {
+            Reopenable::Sqlite(path) => {
+                let mut conn = sqlx::sqlite::SqliteConnectOptions::new().filename(path).connect().await.expect("connect");
+                sqlx::query_scalar(SQL).bind(trial_id).fetch_one(&mut conn).await.expect("read the row")
+            }
+            Reopenable::Postgres(opts) => {
+                let options = PgConnectOptions::new()
+                    .host(&opts.host)
+                    .port(opts.port)
+                    .username(&opts.user)
+                    .password(&opts.password)
+                    .database(&opts.database);
+                let mut conn = options.connect().await.expect("connect");
+                sqlx::query_scalar(SQL).bind(trial_id).fetch_one(&mut conn).await.expect("read the row")
+            }
         }
-        eprintln!("skipping: RESOLUTE_TEST_POSTGRES_URL is not set");
-        return None;
-    };
-    let admin = PgConnectOptions::from_str(&url).expect("RESOLUTE_TEST_POSTGRES_URL parses");
-    let database = format!("resolute_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = admin.connect().await.expect("connect to the test PostgreSQL server");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}"))).execute(&mut conn).await.expect("create test database");
-    let opts = PostgresOptions {
-        host: admin.get_host().to_owned(),
-        port: admin.get_port(),
-        user: admin.get_username().to_owned(),
-        password: std::env::var("RESOLUTE_TEST_POSTGRES_PASSWORD").unwrap_or_default(),
-        database,
-        ssl_mode: "disable".to_owned(),
-        max_connections: 4,
-    };
-    Some(Arc::new(SqlStore::open_postgres(&opts).await.expect("open postgres store")))
+    }
+
+    pub async fn open(&self) -> SqlStore {
+        match self {
+            Reopenable::Sqlite(path) => SqlStore::open_sqlite(path).await.expect("open sqlite"),
+            Reopenable::Postgres(opts) => SqlStore::open_postgres(opts).await.expect("open postgres store"),
+        }
+    }
 }
