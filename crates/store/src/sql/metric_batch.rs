@@ -109,10 +109,10 @@ impl LockedTrial {
 
     /// The totals a batch that writes the row starts from.
     pub(crate) fn totals(&self, trial_id: i32, cache: &SummaryCache) -> StoreResult<TrialTotals> {
-        if self.cached.is_some() {
-            if let Some(totals) = cache.copy(trial_id) {
-                return Ok(totals);
-            }
+        if self.cached.is_some()
+            && let Some(totals) = cache.copy(trial_id)
+        {
+            return Ok(totals);
         }
         let summary = parse_json("summary_metrics", &self.row_text)?;
         Ok(TrialTotals { summary, total_batches: self.total_batches, best_validation: self.best_validation })
