@@ -13,6 +13,7 @@ mod log_group_commit;
 mod metric_batch;
 mod metrics;
 mod sessions;
+mod sqlite_checkpoint;
 mod sqlite_metrics;
 mod store_impl;
 mod summary_cache;

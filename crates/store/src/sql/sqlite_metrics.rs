@@ -23,6 +23,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::metric_batch::{LockedTrial, TrialTotals, admit, backfills, body_text, rollbacks};
+use super::sqlite_checkpoint::Checkpointer;
 use super::summary_cache::SummaryCache;
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{CurrentMetricReport, MetricAdmission, NewMetricReport};
@@ -44,11 +45,12 @@ const SAVE_TRIAL: &str =
 const FLUSH_TRIAL: &str =
     "UPDATE trials SET summary_metrics = ?2, total_batches = ?3, summary_pending = FALSE WHERE id = ?1 AND summary_metrics = ?4";
 
-/// WAL pages before this connection's commit copies them back into the database file (SQLite's
-/// default is 1,000, which the pool's connections keep: pages read from the WAL bypass `mmap`).
-/// Metric batches rewrite the same trial and index pages over and over; at 1,000, ingestion at
-/// full speed checkpointed ~60 times a second and stalled the writer each time (p95 5.9 → 3.3 ms).
-const WAL_AUTOCHECKPOINT_PAGES: i64 = 16_384;
+/// WAL pages before this connection's own commit copies them back into the database file. The
+/// checkpoint thread (`sqlite_checkpoint`) normally does it long before; this only bounds the
+/// WAL should that thread fall behind. (SQLite's default, 1,000, which the pool's connections
+/// keep, made ingestion checkpoint ~60 times a second on this thread.)
+const WAL_AUTOCHECKPOINT_PAGES: i64 = 65_536;
+const WAL_SIZE_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
 
 enum Job {
     Write { reports: Vec<CurrentMetricReport>, reply: oneshot::Sender<StoreResult<Vec<MetricAdmission>>> },
@@ -64,6 +66,7 @@ struct Envelope {
 /// The store's handle on the writer thread; the thread ends when this is dropped.
 pub(crate) struct SqliteMetricsWriter {
     jobs: mpsc::UnboundedSender<Envelope>,
+    _checkpointer: Checkpointer,
 }
 
 impl SqliteMetricsWriter {
@@ -74,6 +77,8 @@ impl SqliteMetricsWriter {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
+        // A WAL that grew under sustained ingestion is cut back once a checkpoint resets it.
+        conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT_BYTES)?;
         conn.set_prepared_statement_cache_capacity(32);
         rusqlite::vtab::array::load_module(&conn)?;
         let (jobs, receiver) = mpsc::unbounded_channel();
@@ -81,7 +86,7 @@ impl SqliteMetricsWriter {
             .name("sqlite-metrics".into())
             .spawn(move || run(conn, receiver))
             .map_err(|e| StoreError::Io { context: "starting the SQLite metrics writer thread", source: e })?;
-        Ok(SqliteMetricsWriter { jobs })
+        Ok(SqliteMetricsWriter { jobs, _checkpointer: Checkpointer::start(path)? })
     }
 
     pub(crate) async fn write(&self, summaries: &Arc<SummaryCache>, reports: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>> {
