@@ -62,6 +62,27 @@ const SAVE_TRIAL: &str =
 const FLUSH_TRIAL: &str =
     "UPDATE trials SET summary_metrics = $2, total_batches = $3, summary_pending = FALSE WHERE id = $1 AND summary_metrics = $4";
 
+/// Within `$tx` (holding the trial's lock): rebuilds the trial's summary and total from its live
+/// metrics and saves them (clearing `summary_pending`). A macro: `$tx` is either backend's.
+macro_rules! recompute_trial {
+    ($tx:ident, $id:expr, $summary:expr, $total_batches:expr, $best_validation:expr) => {{
+        let mut t = TrialTotals {
+            summary: parse_json("summary_metrics", &$summary)?,
+            total_batches: $total_batches,
+            best_validation: $best_validation,
+        };
+        let live: Vec<(String, i64, String)> = sqlx::query_as(LIVE_METRICS).bind($id).fetch_all(&mut *$tx).await?;
+        t.recompute(live)?;
+        sqlx::query(SAVE_TRIAL)
+            .bind($id)
+            .bind(t.summary.to_string())
+            .bind(t.total_batches)
+            .bind(t.best_validation)
+            .execute(&mut *$tx)
+            .await?;
+    }};
+}
+
 #[derive(sqlx::FromRow)]
 struct MetricRow {
     id: i64,
@@ -317,16 +338,7 @@ impl SqlStore {
                 let mut tx = pool.begin().await?;
                 let row: Option<(String, i64, Option<f64>)> = sqlx::query_as(LOCK_TRIAL).bind(id).fetch_optional(&mut *tx).await?;
                 if let Some((summary, total_batches, best_validation)) = row {
-                    let mut t = TrialTotals { summary: parse_json("summary_metrics", &summary)?, total_batches, best_validation };
-                    let live: Vec<(String, i64, String)> = sqlx::query_as(LIVE_METRICS).bind(id).fetch_all(&mut *tx).await?;
-                    t.recompute(live)?;
-                    sqlx::query(SAVE_TRIAL)
-                        .bind(id)
-                        .bind(t.summary.to_string())
-                        .bind(t.total_batches)
-                        .bind(t.best_validation)
-                        .execute(&mut *tx)
-                        .await?;
+                    recompute_trial!(tx, id, summary, total_batches, best_validation);
                 }
                 tx.commit().await?;
             });
@@ -359,16 +371,7 @@ impl SqlStore {
                 .await?
                 .rows_affected();
             if archived > 0 {
-                let mut t = TrialTotals { summary: parse_json("summary_metrics", &summary)?, total_batches, best_validation };
-                let live: Vec<(String, i64, String)> = sqlx::query_as(LIVE_METRICS).bind(trial_id).fetch_all(&mut *tx).await?;
-                t.recompute(live)?;
-                sqlx::query(SAVE_TRIAL)
-                    .bind(trial_id)
-                    .bind(t.summary.to_string())
-                    .bind(t.total_batches)
-                    .bind(t.best_validation)
-                    .execute(&mut *tx)
-                    .await?;
+                recompute_trial!(tx, trial_id, summary, total_batches, best_validation);
             }
             tx.commit().await?;
             if archived > 0 {
