@@ -129,6 +129,15 @@ pub(crate) fn is_better(candidate: f64, incumbent: f64, smaller_is_better: bool)
     if smaller_is_better { candidate < incumbent } else { candidate > incumbent }
 }
 
+/// The batch's admitted reports by trial (in trial id order, as rows are locked and written).
+pub(crate) fn by_trial<'a>(accepted: &[&'a NewMetricReport]) -> BTreeMap<i32, Vec<&'a NewMetricReport>> {
+    let mut by_trial: BTreeMap<i32, Vec<&NewMetricReport>> = BTreeMap::new();
+    for r in accepted {
+        by_trial.entry(r.trial_id).or_default().push(r);
+    }
+    by_trial
+}
+
 /// Per (trial, group, run): the fewest steps reported, which archives the most.
 pub(crate) fn rollbacks<'a>(reports: &[&'a NewMetricReport]) -> BTreeMap<(i32, &'a str, i32), i64> {
     let mut rollbacks: BTreeMap<(i32, &str, i32), i64> = BTreeMap::new();

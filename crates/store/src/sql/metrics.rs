@@ -13,7 +13,7 @@ use serde_json::Value;
 use sqlx::AssertSqlSafe;
 
 use super::args::{Args, BatchInsert, bind_args};
-use super::metric_batch::{LockedTrial, TrialTotals, admit, backfills, body_text, is_better, rollbacks, split_body};
+use super::metric_batch::{LockedTrial, TrialTotals, admit, backfills, body_text, by_trial, is_better, rollbacks, split_body};
 use super::{Pool, SqlStore, on_pool, parse_json};
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport, VALIDATION_GROUP};
@@ -226,13 +226,9 @@ impl SqlStore {
                 let rows: Vec<(i32,)> = bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
                 stale.extend(rows.into_iter().map(|(id,)| id));
             }
-            let mut by_trial: BTreeMap<i32, Vec<&NewMetricReport>> = BTreeMap::new();
-            for r in &accepted {
-                by_trial.entry(r.trial_id).or_default().push(r);
-            }
             let mut written: Vec<(i32, TrialTotals, String)> = Vec::new();
             let mut deferred: Vec<(i32, Vec<&NewMetricReport>)> = Vec::new();
-            for (id, own) in by_trial {
+            for (id, own) in by_trial(&accepted) {
                 let Some(locked) = trials.get(&id) else { continue };
                 let recomputed = stale.contains(&id);
                 if locked.defers(recomputed, &own) {

@@ -22,7 +22,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::metric_batch::{LockedTrial, TrialTotals, admit, backfills, body_text, rollbacks};
+use super::metric_batch::{LockedTrial, TrialTotals, admit, backfills, body_text, by_trial, rollbacks};
 use super::sqlite_checkpoint::Checkpointer;
 use super::summary_cache::SummaryCache;
 use crate::error::{StoreError, StoreResult};
@@ -230,16 +230,12 @@ fn write_batch(conn: &mut Connection, summaries: &SummaryCache, batch: &[Current
             }
         }
     }
-    let mut by_trial: BTreeMap<i32, Vec<&NewMetricReport>> = BTreeMap::new();
-    for r in &accepted {
-        by_trial.entry(r.trial_id).or_default().push(r);
-    }
     let mut written: Vec<(i32, TrialTotals, String)> = Vec::new();
     let mut deferred: Vec<(i32, Vec<&NewMetricReport>)> = Vec::new();
     {
         let mut backfill = tx.prepare_cached(BACKFILL_CHECKPOINT_METRIC)?;
         let mut save = tx.prepare_cached(SAVE_TRIAL)?;
-        for (id, own) in by_trial {
+        for (id, own) in by_trial(&accepted) {
             let Some(locked) = trials.get(&id) else { continue };
             let recomputed = stale.contains(&id);
             if locked.defers(recomputed, &own) {
