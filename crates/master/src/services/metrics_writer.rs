@@ -2,9 +2,9 @@
 //! task takes everything queued (up to [`MAX_BATCH`]) and stores it in one transaction
 //! (`Store::insert_metrics_if_current`, which checks every report's run and allocation session
 //! in that transaction). A report is acknowledged only after its batch committed; a failed batch
-//! answers every waiter with the error. On PostgreSQL a few batches run at once, never two with
-//! the same trial, so a trial's reports commit in the order they were queued; validations reach
-//! the cluster loop after their commit.
+//! answers every waiter with the error. A few batches are in flight at once, never two with the
+//! same trial, so a trial's reports commit in the order they were queued; validations reach the
+//! cluster loop after their commit.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -60,13 +60,11 @@ fn writer_stopped() -> ApiError {
 }
 
 /// Batches in flight at once. PostgreSQL locks rows, so batches over different trials overlap
-/// their round trips; SQLite has one writer at a time (a second would wait in its busy handler).
-fn depth(store: &dyn Store) -> usize {
-    if store.backend() == "postgres" { 4 } else { 1 }
-}
+/// their round trips. SQLite's writer thread merges the batches queued behind the one it is
+/// writing into one transaction, so it never waits on this task between commits.
+const DEPTH: usize = 4;
 
 async fn run(store: Arc<dyn Store>, cluster: ClusterHandle, reporters: Arc<MetricReporterCache>, mut receiver: mpsc::Receiver<Job>) {
-    let depth = depth(store.as_ref());
     let mut received = Vec::with_capacity(MAX_BATCH);
     let mut pending: VecDeque<Job> = VecDeque::new();
     // Trials with a batch in flight: their next reports wait, so a trial's reports commit in order.
@@ -79,7 +77,7 @@ async fn run(store: Arc<dyn Store>, cluster: ClusterHandle, reporters: Arc<Metri
     flush_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut flushing: Option<task::JoinHandle<()>> = None;
     loop {
-        while in_flight.len() < depth {
+        while in_flight.len() < DEPTH {
             let batch = take_batch(&mut pending, &busy);
             if batch.is_empty() {
                 break;

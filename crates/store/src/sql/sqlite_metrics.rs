@@ -105,17 +105,62 @@ impl SqliteMetricsWriter {
     }
 }
 
+/// The most reports one merged transaction takes (see [`run`]).
+const MAX_MERGED_REPORTS: usize = 4096;
+
+/// Runs jobs in order. Write jobs queued while the thread was busy are merged into one
+/// transaction: the thread goes straight from one commit to the next without waiting for its
+/// caller to send more, and a commit's fixed cost is shared by more reports.
 fn run(mut conn: Connection, mut jobs: mpsc::UnboundedReceiver<Envelope>) {
-    while let Some(Envelope { summaries, job }) = jobs.blocking_recv() {
+    let mut next: Option<Envelope> = None;
+    loop {
+        let Some(Envelope { summaries, job }) = next.take().or_else(|| jobs.blocking_recv()) else { return };
         // The caller may have gone away; what committed stays committed.
         match job {
-            Job::Write { reports, reply } => {
-                let _ = reply.send(write_batch(&mut conn, &summaries, &reports));
+            Job::Write { mut reports, reply } => {
+                let mut replies = vec![(reply, 0..reports.len())];
+                while reports.len() < MAX_MERGED_REPORTS {
+                    match jobs.try_recv() {
+                        Ok(Envelope { job: Job::Write { reports: more, reply }, .. }) => {
+                            replies.push((reply, reports.len()..reports.len() + more.len()));
+                            reports.extend(more);
+                        }
+                        Ok(other) => {
+                            next = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                write_merged(&mut conn, &summaries, &reports, replies);
             }
             Job::Flush { force, reply } => {
                 let _ = reply.send(flush(&mut conn, &summaries, force));
             }
         }
+    }
+}
+
+type WriteReply = oneshot::Sender<StoreResult<Vec<MetricAdmission>>>;
+
+/// Writes merged jobs in one transaction and answers each with its share. Should that fail,
+/// each job is tried alone, so it gets its own outcome and error.
+fn write_merged(
+    conn: &mut Connection,
+    summaries: &SummaryCache,
+    reports: &[CurrentMetricReport],
+    replies: Vec<(WriteReply, std::ops::Range<usize>)>,
+) {
+    if replies.len() > 1
+        && let Ok(admissions) = write_batch(conn, summaries, reports)
+    {
+        for (reply, range) in replies {
+            let _ = reply.send(Ok(admissions[range].to_vec()));
+        }
+        return;
+    }
+    for (reply, range) in replies {
+        let _ = reply.send(write_batch(conn, summaries, &reports[range]));
     }
 }
 

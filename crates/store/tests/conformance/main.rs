@@ -52,6 +52,7 @@ harness::conformance!(metric_summaries::deferred_summary_reads_current_and_flush
 harness::conformance!(metric_summaries::archive_recompute_replaces_a_deferred_summary);
 harness::conformance!(metrics_current::each_report_is_checked_in_the_batch);
 harness::conformance!(metrics_current::batch_across_many_trials);
+harness::conformance!(metrics_current::concurrent_callers_get_their_own_admissions);
 harness::conformance!(checkpoints::report_is_idempotent_and_tracks_latest);
 harness::conformance!(checkpoints::state_and_resources_updates);
 harness::conformance!(checkpoints::list_sorts_searcher_metric_nulls_last);

@@ -132,3 +132,40 @@ pub async fn batch_across_many_trials(store: &dyn Store) {
         assert_eq!(after.total_batches, 3);
     }
 }
+
+/// Callers writing at once (SQLite's writer merges queued calls into one transaction): each is
+/// answered with its own reports' admissions, in its own order, and everything admitted is stored.
+pub async fn concurrent_callers_get_their_own_admissions(store: &dyn Store) {
+    let e = experiment(store, "concurrent").await;
+    let mut trials = Vec::new();
+    for n in 1..=8 {
+        trials.push(trial(store, e.id, n).await);
+    }
+    // Caller k writes steps 1..=5 of trial k, with one stale report (run 2) second and, for
+    // odd k, a report of a trial that does not exist last.
+    let calls: Vec<Vec<CurrentMetricReport>> = trials
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let mut call: Vec<CurrentMetricReport> = (1..=5).map(|step| current(t.id, 1, step, None)).collect();
+            call.insert(1, current(t.id, 2, 99, None));
+            if k % 2 == 1 {
+                call.push(current(t.id + 10_000, 1, 1, None));
+            }
+            call
+        })
+        .collect();
+    let answers = futures_util::future::join_all(calls.iter().map(|call| store.insert_metrics_if_current(call))).await;
+    for (k, (t, answer)) in trials.iter().zip(answers).enumerate() {
+        let mut expected = vec![MetricAdmission::Stored; 6];
+        expected[1] = MetricAdmission::StaleRun { current_run_id: 1 };
+        if k % 2 == 1 {
+            expected.push(MetricAdmission::TrialNotFound);
+        }
+        assert_eq!(answer.unwrap(), expected, "caller {k}");
+        let stored = store.metrics_for_trial(t.id, None, false).await.unwrap();
+        assert_eq!(stored.iter().map(|m| m.steps_completed).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
+        let after = store.trial_by_id(t.id).await.unwrap();
+        assert_eq!((after.summary_metrics["training"]["loss"]["count"].as_i64(), after.total_batches), (Some(5), 5));
+    }
+}
