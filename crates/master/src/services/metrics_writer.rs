@@ -63,6 +63,11 @@ fn writer_stopped() -> ApiError {
 /// their round trips. SQLite's writer thread merges the batches queued behind the one it is
 /// writing into one transaction, so it never waits on this task between commits.
 const DEPTH: usize = 4;
+/// While batches are in flight, another starts only once it has this many reports to carry:
+/// a batch's round trips and commit cost about as much as 10–20 reports, and a lone report
+/// started beside running batches made PostgreSQL commit batches of one (13.7k → 21k reports/s
+/// at 64 trials). With nothing in flight a report starts at once.
+const MIN_FOLLOW_ON_BATCH: usize = 16;
 
 async fn run(store: Arc<dyn Store>, cluster: ClusterHandle, reporters: Arc<MetricReporterCache>, mut receiver: mpsc::Receiver<Job>) {
     let mut received = Vec::with_capacity(MAX_BATCH);
@@ -77,7 +82,7 @@ async fn run(store: Arc<dyn Store>, cluster: ClusterHandle, reporters: Arc<Metri
     flush_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut flushing: Option<task::JoinHandle<()>> = None;
     loop {
-        while in_flight.len() < DEPTH {
+        while in_flight.len() < DEPTH && (in_flight.is_empty() || pending.len() >= MIN_FOLLOW_ON_BATCH) {
             let batch = take_batch(&mut pending, &busy);
             if batch.is_empty() {
                 break;
