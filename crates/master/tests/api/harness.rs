@@ -75,7 +75,7 @@ impl TestMaster {
         };
         let admin = PgConnectOptions::from_str(&url).expect("RESOLUTE_TEST_POSTGRES_URL parses");
         let mut conn = admin.connect().await.expect("connect to test PostgreSQL");
-        let database = fresh_database_name(&mut conn, "resolute_api_").await;
+        let database = crate::pg_databases::fresh_database_name(&mut conn, "resolute_api_").await;
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}"))).execute(&mut conn).await.expect("create database");
         let mut config = MasterConfig::default();
         config.db.host = admin.get_host().to_owned();
@@ -190,23 +190,4 @@ pub fn assert_error(reply: &Reply, status: u16, reason: &str) {
     assert_eq!(reply.body["error"]["reason"], reason, "{}", reply.text);
     assert!(reply.body["error"]["code"].is_i64(), "{}", reply.text);
     assert!(!reply.body["error"]["error"].as_str().unwrap_or("").is_empty(), "{}", reply.text);
-}
-
-/// Test databases outlive their tests (a test can't drop what its store still holds open), so
-/// each new one is named with its creation time and drops those of its prefix over an hour old.
-async fn fresh_database_name(conn: &mut sqlx::PgConnection, prefix: &str) -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let names: Vec<String> = sqlx::query_scalar("SELECT datname FROM pg_database WHERE starts_with(datname, $1)")
-        .bind(prefix)
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap_or_default();
-    for name in names {
-        let created = name.strip_prefix(prefix).and_then(|rest| rest.split('_').next()).and_then(|t| t.parse::<u64>().ok());
-        if created.is_some_and(|t| now.saturating_sub(t) > 3600) {
-            // Another test run may be dropping it too.
-            let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&mut *conn).await;
-        }
-    }
-    format!("{prefix}{now}_{}", uuid::Uuid::new_v4().simple())
 }

@@ -10,6 +10,8 @@ mod experiment_actions;
 mod experiment_lists;
 mod experiments;
 mod harness;
+#[path = "../../../store/tests/support/pg_databases.rs"]
+mod pg_databases;
 mod info;
 mod logs;
 mod master_restart;

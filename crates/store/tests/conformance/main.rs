@@ -8,6 +8,8 @@ mod checkpoints;
 mod experiments;
 mod fixtures;
 mod harness;
+#[path = "../support/pg_databases.rs"]
+mod pg_databases;
 mod logs;
 mod metric_summaries;
 mod metrics;
