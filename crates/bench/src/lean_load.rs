@@ -14,6 +14,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
+use crate::cpu::CpuProbe;
 use crate::load::{self, ClientResult, EndpointStats};
 
 /// Builds client `client`'s request number `seq`: (path and query, headers, body).
@@ -28,6 +29,7 @@ pub async fn post_closed_loop(
     clients: usize,
     warmup: Duration,
     duration: Duration,
+    probe: Option<&CpuProbe>,
     make: Arc<MakeRequest>,
 ) -> Result<EndpointStats> {
     let host = host.to_owned();
@@ -47,7 +49,7 @@ pub async fn post_closed_loop(
             Ok(out)
         }
     };
-    load::measure(label, clients, warmup, duration, run).await
+    load::measure(label, clients, warmup, duration, probe, run).await
 }
 
 async fn run_client(host: &str, client: usize, mut seq: u64, deadline: Instant, make: &MakeRequest) -> Result<ClientResult> {

@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::cpu::{CpuProbe, CpuSample};
+
 /// Latency and throughput of one endpoint under load.
 pub struct EndpointStats {
     pub path: String,
@@ -17,6 +19,8 @@ pub struct EndpointStats {
     pub first_error: Option<String>,
     /// Successful requests per client, warm-up included (what the server should have stored).
     pub per_client_ok: Vec<u64>,
+    /// CPU time each side spent on the measured phase, when a probe was given.
+    pub cpu: Option<CpuSample>,
 }
 
 impl EndpointStats {
@@ -96,12 +100,20 @@ where
         let (http, make) = (http.clone(), make.clone());
         async move { run_clients(&http, clients, duration, &seqs, make).await }
     };
-    measure(label, clients, warmup, duration, run).await
+    measure(label, clients, warmup, duration, None, run).await
 }
 
 /// The warm-up and measured phases of a closed loop: `run(clients, duration, next_seqs)` runs
-/// every client for `duration` and returns what each did.
-pub(crate) async fn measure<R, Fut>(label: &str, clients: usize, warmup: Duration, duration: Duration, run: R) -> Result<EndpointStats>
+/// every client for `duration` and returns what each did. With a `probe`, the processes' CPU
+/// time over the measured phase is recorded too.
+pub(crate) async fn measure<R, Fut>(
+    label: &str,
+    clients: usize,
+    warmup: Duration,
+    duration: Duration,
+    probe: Option<&CpuProbe>,
+    run: R,
+) -> Result<EndpointStats>
 where
     R: Fn(usize, Duration, Vec<u64>) -> Fut,
     Fut: std::future::Future<Output = Result<Vec<ClientResult>>>,
@@ -113,9 +125,11 @@ where
         seqs = warm.iter().map(|c| c.next_seq).collect();
         per_client_ok = warm.iter().map(|c| c.latencies_us.len() as u64).collect();
     }
+    let cpu_before = probe.map(CpuProbe::sample);
     let started = Instant::now();
     let per_client = run(clients, duration, seqs).await?;
     let elapsed = started.elapsed();
+    let cpu = probe.zip(cpu_before).map(|(probe, before)| probe.sample().since(&before));
 
     let mut latencies_us = Vec::new();
     let (mut errors, mut first_error) = (0, None);
@@ -126,7 +140,7 @@ where
         first_error = first_error.or(c.first_error);
     }
     let latencies = Latencies::from_micros(latencies_us);
-    Ok(EndpointStats { path: label.to_owned(), ok: latencies.0.len() as u64, errors, elapsed, latencies, first_error, per_client_ok })
+    Ok(EndpointStats { path: label.to_owned(), ok: latencies.0.len() as u64, errors, elapsed, latencies, first_error, per_client_ok, cpu })
 }
 
 /// What one closed-loop client did in a phase.

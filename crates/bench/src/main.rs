@@ -18,6 +18,7 @@ mod api;
 mod asha;
 mod asha_ideal;
 mod asha_trial;
+mod cpu;
 mod experiments;
 mod fake_agent;
 mod lean_load;
@@ -186,7 +187,10 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
     println!("{cores} CPU cores shared by master and load generator.\n");
     let outcome = match mode {
         Mode::Create => experiments::run(&http, base, &token, args.iterations as usize, args.slots).await.map(|r| r.print()),
-        Mode::Metrics => metrics::run(&http, base, &token, args.trials as usize, warmup, seconds).await.map(|r| r.print()),
+        Mode::Metrics => {
+            let probe = cpu::CpuProbe { master: master.pid(), postgres: matches!(db, Db::Postgres { .. }) };
+            metrics::run(&http, base, &token, args.trials as usize, warmup, seconds, &probe).await.map(|r| r.print())
+        }
         Mode::Logs => logs::run(&http, base, &token, seconds, args.log_clients as usize).await.map(|r| r.print()),
         Mode::List => {
             let clients = args.list_clients as usize;

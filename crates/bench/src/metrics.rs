@@ -10,6 +10,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::api;
+use crate::cpu::CpuProbe;
 use crate::lean_load;
 use crate::load::EndpointStats;
 use crate::trials;
@@ -32,6 +33,7 @@ pub async fn run(
     trial_count: usize,
     warmup: Duration,
     seconds: Duration,
+    probe: &CpuProbe,
 ) -> Result<MetricsReport> {
     let (_agent, trials) = trials::start_trials(http, base, token, trial_count).await?;
     let targets: Vec<(String, String, i64, i64)> = trials
@@ -57,7 +59,7 @@ pub async fn run(
         (path.clone(), vec![(ALLOCATION_TOKEN_HEADER, auth.clone())], Bytes::from(body))
     };
     let host = base.trim_start_matches("http://");
-    let stats = lean_load::post_closed_loop(host, "/api/v1/trials/{id}/metrics", trials.len(), warmup, seconds, Arc::new(make)).await?;
+    let stats = lean_load::post_closed_loop(host, "/api/v1/trials/{id}/metrics", trials.len(), warmup, seconds, Some(probe), Arc::new(make)).await?;
     if stats.ok == 0 {
         bail!("no metric report succeeded: {}", stats.first_error.as_deref().unwrap_or("no error recorded"));
     }
@@ -89,6 +91,19 @@ impl MetricsReport {
         );
         if let Some(e) = &s.first_error {
             println!("\nFirst error: {e}");
+        }
+        if let Some(cpu) = s.cpu.filter(|_| s.ok > 0) {
+            let per_report = |d: std::time::Duration| d.as_secs_f64() * 1e6 / s.ok as f64;
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+            let (master, generator, database) = (per_report(cpu.master), per_report(cpu.generator), per_report(cpu.database));
+            let used = (master + generator + database) * s.requests_per_sec() / 1e6;
+            println!(
+                "\nCPU per report over the measured phase: master {master:.1} µs, load generator {generator:.1} µs{}; \
+                 {used:.2} of {cores:.0} cores busy. The master (and its database) alone on these cores: \
+                 ≤ {:.0} reports/s.",
+                if database > 0.0 { format!(", PostgreSQL server {database:.1} µs") } else { String::new() },
+                cores * 1e6 / (master + database)
+            );
         }
         println!(
             "\nStored check: the first trial lists {} training reports; {} were acknowledged (warm-up included).",
