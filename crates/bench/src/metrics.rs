@@ -59,7 +59,9 @@ pub async fn run(
         (path.clone(), vec![(ALLOCATION_TOKEN_HEADER, auth.clone())], Bytes::from(body))
     };
     let host = base.trim_start_matches("http://");
-    let stats = lean_load::post_closed_loop(host, "/api/v1/trials/{id}/metrics", trials.len(), warmup, seconds, Some(probe), Arc::new(make)).await?;
+    let stats =
+        lean_load::post_closed_loop(host, "/api/v1/trials/{id}/metrics", trials.len(), warmup, seconds, Some(probe), Arc::new(make))
+            .await?;
     if stats.ok == 0 {
         bail!("no metric report succeeded: {}", stats.first_error.as_deref().unwrap_or("no error recorded"));
     }

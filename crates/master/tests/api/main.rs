@@ -10,12 +10,12 @@ mod experiment_actions;
 mod experiment_lists;
 mod experiments;
 mod harness;
-#[path = "../../../store/tests/support/pg_databases.rs"]
-mod pg_databases;
 mod info;
 mod logs;
 mod master_restart;
 mod metrics_ingest;
+#[path = "../../../store/tests/support/pg_databases.rs"]
+mod pg_databases;
 mod runtime_allocations;
 mod runtime_checkpoints;
 mod runtime_support;

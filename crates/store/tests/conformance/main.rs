@@ -8,12 +8,12 @@ mod checkpoints;
 mod experiments;
 mod fixtures;
 mod harness;
-#[path = "../support/pg_databases.rs"]
-mod pg_databases;
 mod logs;
 mod metric_summaries;
 mod metrics;
 mod metrics_current;
+#[path = "../support/pg_databases.rs"]
+mod pg_databases;
 mod sessions;
 mod tasks;
 mod trials;
