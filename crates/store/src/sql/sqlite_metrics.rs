@@ -154,8 +154,10 @@ fn write_merged(
     if replies.len() > 1
         && let Ok(admissions) = write_batch(conn, summaries, reports)
     {
+        // One admission per report, in order (`admit`).
+        let mut admissions = admissions.into_iter();
         for (reply, range) in replies {
-            let _ = reply.send(Ok(admissions[range].to_vec()));
+            let _ = reply.send(Ok(admissions.by_ref().take(range.len()).collect()));
         }
         return;
     }
