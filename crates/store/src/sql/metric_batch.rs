@@ -130,12 +130,41 @@ pub(crate) fn is_better(candidate: f64, incumbent: f64, smaller_is_better: bool)
 }
 
 /// The batch's admitted reports by trial (in trial id order, as rows are locked and written).
-pub(crate) fn by_trial<'a>(accepted: &[&'a NewMetricReport]) -> BTreeMap<i32, Vec<&'a NewMetricReport>> {
+/// A trial row a batch writes: the trial's admitted reports, whether a restart rollback touched
+/// it (then its totals are recomputed from the live rows first), and the totals to start from.
+pub(crate) struct RowWrite<'a> {
+    pub id: i32,
+    pub own: Vec<&'a NewMetricReport>,
+    pub recomputed: bool,
+    pub totals: TrialTotals,
+}
+
+/// A trial's reports folded into the writers' cache only (see `summary_cache`).
+pub(crate) type Deferred<'a> = (i32, Vec<&'a NewMetricReport>);
+
+/// Groups the admitted reports by trial and splits the trials into rows written now and rows
+/// left behind. `stale`: trials whose earlier runs' rows this batch archived.
+pub(crate) fn plan_rows<'a>(
+    accepted: &[&'a NewMetricReport],
+    trials: &BTreeMap<i32, LockedTrial>,
+    stale: &BTreeSet<i32>,
+    cache: &SummaryCache,
+) -> StoreResult<(Vec<RowWrite<'a>>, Vec<Deferred<'a>>)> {
     let mut by_trial: BTreeMap<i32, Vec<&NewMetricReport>> = BTreeMap::new();
     for r in accepted {
         by_trial.entry(r.trial_id).or_default().push(r);
     }
-    by_trial
+    let (mut writes, mut deferred) = (Vec::new(), Vec::new());
+    for (id, own) in by_trial {
+        let Some(locked) = trials.get(&id) else { continue };
+        let recomputed = stale.contains(&id);
+        if locked.defers(recomputed, &own) {
+            deferred.push((id, own));
+        } else {
+            writes.push(RowWrite { id, recomputed, totals: locked.totals(id, cache)?, own });
+        }
+    }
+    Ok((writes, deferred))
 }
 
 /// Per (trial, group, run): the fewest steps reported, which archives the most.

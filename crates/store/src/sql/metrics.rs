@@ -13,7 +13,7 @@ use serde_json::Value;
 use sqlx::AssertSqlSafe;
 
 use super::args::{Args, BatchInsert, bind_args};
-use super::metric_batch::{LockedTrial, TrialTotals, admit, backfills, body_text, by_trial, is_better, rollbacks, split_body};
+use super::metric_batch::{LockedTrial, RowWrite, TrialTotals, admit, backfills, body_text, is_better, plan_rows, rollbacks, split_body};
 use super::{Pool, SqlStore, on_pool, parse_json};
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport, VALIDATION_GROUP};
@@ -226,16 +226,9 @@ impl SqlStore {
                 let rows: Vec<(i32,)> = bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
                 stale.extend(rows.into_iter().map(|(id,)| id));
             }
-            let mut written: Vec<(i32, TrialTotals, String)> = Vec::new();
-            let mut deferred: Vec<(i32, Vec<&NewMetricReport>)> = Vec::new();
-            for (id, own) in by_trial(&accepted) {
-                let Some(locked) = trials.get(&id) else { continue };
-                let recomputed = stale.contains(&id);
-                if locked.defers(recomputed, &own) {
-                    deferred.push((id, own));
-                    continue;
-                }
-                let mut t = locked.totals(id, &self.summaries)?;
+            let (writes, deferred) = plan_rows(&accepted, &trials, &stale, &self.summaries)?;
+            let mut written: Vec<(i32, TrialTotals, String)> = Vec::with_capacity(writes.len());
+            for RowWrite { id, own, recomputed, totals: mut t } in writes {
                 if recomputed {
                     let live: Vec<(String, i64, String)> = sqlx::query_as(LIVE_METRICS).bind(id).fetch_all(&mut *tx).await?;
                     t.recompute(live)?;

@@ -22,7 +22,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::metric_batch::{LockedTrial, TrialTotals, admit, backfills, body_text, by_trial, rollbacks};
+use super::metric_batch::{LockedTrial, RowWrite, TrialTotals, admit, backfills, body_text, plan_rows, rollbacks};
 use super::sqlite_checkpoint::Checkpointer;
 use super::summary_cache::SummaryCache;
 use crate::error::{StoreError, StoreResult};
@@ -277,19 +277,12 @@ fn write_batch(conn: &mut Connection, summaries: &SummaryCache, batch: &[Current
             }
         }
     }
-    let mut written: Vec<(i32, TrialTotals, String)> = Vec::new();
-    let mut deferred: Vec<(i32, Vec<&NewMetricReport>)> = Vec::new();
+    let (writes, deferred) = plan_rows(&accepted, &trials, &stale, summaries)?;
+    let mut written: Vec<(i32, TrialTotals, String)> = Vec::with_capacity(writes.len());
     {
         let mut backfill = tx.prepare_cached(BACKFILL_CHECKPOINT_METRIC)?;
         let mut save = tx.prepare_cached(SAVE_TRIAL)?;
-        for (id, own) in by_trial(&accepted) {
-            let Some(locked) = trials.get(&id) else { continue };
-            let recomputed = stale.contains(&id);
-            if locked.defers(recomputed, &own) {
-                deferred.push((id, own));
-                continue;
-            }
-            let mut t = locked.totals(id, summaries)?;
+        for RowWrite { id, own, recomputed, totals: mut t } in writes {
             if recomputed {
                 let mut live_rows = tx.prepare_cached(LIVE_METRICS)?;
                 let live = live_rows
