@@ -69,11 +69,22 @@ record "cargo test --workspace ($totals in $(printf '%s\n' "$results" | grep -c 
 # --- Python environment -------------------------------------------------------------------------
 # One venv runs the compat suite and, through `det agent run --python`, the trials it starts.
 banner "Python environment (scripts/python-env.sh .venv)"
+set +e
 venv_python=$(scripts/python-env.sh "$repo/.venv")
-"$(dirname "$venv_python")/det" --version
+status=$?
+set -e
+dbs=(sqlite postgres)
+if [ "$status" -eq 0 ]; then
+  "$(dirname "$venv_python")/det" --version
+else
+  # Without the venv the compat suite cannot run; say so in the summary rather than stop here.
+  record "Python environment (scripts/python-env.sh): compat suite not run" "$status"
+  df -h "$repo" 2>/dev/null || true
+  dbs=()
+fi
 
 # --- 3. compatibility suite ---------------------------------------------------------------
-for db in sqlite postgres; do
+for db in "${dbs[@]}"; do
   banner "compat suite, $db (RESOLUTE_COMPAT_DB=$db .venv/bin/python -m pytest tests/compat ${RESOLUTE_COMPAT_PYTEST_ARGS:-})"
   set +e
   # shellcheck disable=SC2086 # RESOLUTE_COMPAT_PYTEST_ARGS is a list of pytest arguments.
