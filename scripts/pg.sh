@@ -120,6 +120,12 @@ synchronous_commit = off
 full_page_writes = off
 max_connections = 400
 shared_buffers = 128MB
+# Each CREATE DATABASE logs its whole template (~8 MB); a hundred test databases would otherwise
+# leave ~500 MB of WAL behind. Nothing replicates or archives this cluster.
+wal_level = minimal
+max_wal_senders = 0
+max_wal_size = 96MB
+min_wal_size = 32MB
 CONF
   fi
   local port

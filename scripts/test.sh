@@ -64,6 +64,8 @@ if [ "$status" -eq 0 ] && [ -z "$results" ]; then
   echo "cargo test ran no test binaries" >&2
   status=1
 fi
+# The test databases (~8 MB each, over a hundred) are not needed by the compat suite, which makes its own.
+scripts/pg.sh reset "$work/pg" || true
 record "cargo test --workspace ($totals in $(printf '%s\n' "$results" | grep -c . || true) test suites)" "$status" "$results"
 
 # --- Python environment -------------------------------------------------------------------------
