@@ -29,7 +29,7 @@ use crate::logs::{CaptureProgress, LogOverflow, LogSource, capture};
 use crate::spec::{
     DEFAULT_INHERITED_ENV, LaunchContext, STARTUP_HOOK, SpecError, TaskSpec, command_line, environment, inherited_env, resolve_python,
 };
-use crate::workdir::{WorkDirError, prepare_work_dir, remove_work_dir, task_work_dir};
+use crate::workdir::{WorkDirError, prepare_work_dir, remove_harness_scratch, remove_work_dir, task_work_dir};
 
 /// Settings of a [`Runtime`].
 #[derive(Debug, Clone)]
@@ -49,6 +49,9 @@ pub struct RuntimeOptions {
     /// is abandoned. Only a process that left the group (e.g. with `setsid`) can hold the pipes
     /// open that long; its further output is not captured.
     pub output_drain_timeout: Duration,
+    /// Where the upstream harness writes per-allocation scratch (`tensorboard-<allocation>-<rank>`);
+    /// it hard-codes `/tmp`. Removed with the work dir ([`Runtime::remove`]).
+    pub harness_scratch_root: PathBuf,
 }
 
 impl RuntimeOptions {
@@ -63,6 +66,7 @@ impl RuntimeOptions {
             log_overflow: LogOverflow::default(),
             inherited_env: DEFAULT_INHERITED_ENV.iter().map(|s| s.to_string()).collect(),
             output_drain_timeout: Duration::from_secs(5),
+            harness_scratch_root: PathBuf::from("/tmp"),
         })
     }
 }
@@ -303,14 +307,24 @@ impl Runtime {
         self.task(container_id)?.kill()
     }
 
-    /// Forgets an exited task and deletes its work dir.
+    /// Forgets an exited task and deletes its work dir and the harness's scratch dirs.
     pub async fn remove(&self, container_id: &str) -> Result<(), RuntimeError> {
         let handle = self.task(container_id)?;
         if handle.exit().is_none() {
             return Err(RuntimeError::StillRunning(container_id.to_string()));
         }
         let dir = handle.task.info.work_dir.clone();
-        tokio::task::spawn_blocking(move || remove_work_dir(&dir)).await.map_err(|e| RuntimeError::Interrupted(e.to_string()))??;
+        let scratch_root = self.inner.options.harness_scratch_root.clone();
+        let allocation_id = handle.task.info.allocation_id.clone();
+        let removal = move || {
+            remove_work_dir(&dir)?;
+            // Left behind, these only take space: a warning, not a failed removal.
+            if let Err(e) = remove_harness_scratch(&scratch_root, &allocation_id) {
+                tracing::warn!("cannot remove the harness scratch of allocation {allocation_id} in {}: {e}", scratch_root.display());
+            }
+            Ok::<_, WorkDirError>(())
+        };
+        tokio::task::spawn_blocking(removal).await.map_err(|e| RuntimeError::Interrupted(e.to_string()))??;
         lock(&self.inner.registry).tasks.remove(container_id);
         Ok(())
     }

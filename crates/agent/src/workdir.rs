@@ -181,6 +181,31 @@ pub fn remove_work_dir(dir: &Path) -> Result<(), WorkDirError> {
     Ok(())
 }
 
+/// Removes what the upstream harness leaves in `root` (it hard-codes `/tmp`) for one allocation:
+/// `tensorboard-<allocation_id>-<rank>` dirs of TensorBoard event files, which the harness has synced
+/// to checkpoint storage before it exits. A container would discard them; a host process does not.
+/// Links and names that only share the prefix are left alone. Returns how many dirs were removed.
+pub fn remove_harness_scratch(root: &Path, allocation_id: &str) -> std::io::Result<usize> {
+    let prefix = format!("tensorboard-{allocation_id}-");
+    let mut removed = 0;
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(rank) = name.to_str().and_then(|n| n.strip_prefix(prefix.as_str())) else { continue };
+        let is_rank = !rank.is_empty() && rank.bytes().all(|b| b.is_ascii_digit());
+        // `file_type` does not follow links: a link planted in /tmp is never followed.
+        if !is_rank || !entry.file_type()?.is_dir() {
+            continue;
+        }
+        match std::fs::remove_dir_all(entry.path()) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(removed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +216,26 @@ mod tests {
         assert_eq!(task_work_dir(root, "t.1", "t.1.a").unwrap(), Path::new("/r/t.1/t.1.a"));
         assert!(matches!(task_work_dir(root, "..", "a"), Err(WorkDirError::InvalidId { field: "task_id", .. })));
         assert!(matches!(task_work_dir(root, "t", "a/b"), Err(WorkDirError::InvalidId { field: "allocation_id", .. })));
+    }
+
+    #[test]
+    fn harness_scratch_of_one_allocation_is_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let mk = |name: &str| std::fs::create_dir_all(root.path().join(name).join("events")).unwrap();
+        for name in ["tensorboard-7.ab.1-0", "tensorboard-7.ab.1-12", "tensorboard-7.ab.1-x", "tensorboard-7.ab.10-0"] {
+            mk(name);
+        }
+        std::fs::write(root.path().join("tensorboard-7.ab.1-3"), b"a file").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("tensorboard-7.ab.1-4")).unwrap();
+
+        assert_eq!(remove_harness_scratch(root.path(), "7.ab.1").unwrap(), 2);
+        let mut left: Vec<String> =
+            std::fs::read_dir(root.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, ["tensorboard-7.ab.1-3", "tensorboard-7.ab.1-4", "tensorboard-7.ab.1-x", "tensorboard-7.ab.10-0"]);
+        assert!(outside.path().exists());
+        assert_eq!(remove_harness_scratch(root.path(), "7.ab.1").unwrap(), 0);
     }
 
     #[test]

@@ -374,6 +374,25 @@ async fn tasks_run_concurrently_in_their_own_dirs_and_are_removed_on_request() {
 }
 
 #[tokio::test]
+async fn removing_a_task_removes_the_harness_scratch_of_its_allocation() {
+    let scratch = tempfile::tempdir().unwrap();
+    let scratch_root = scratch.path().to_path_buf();
+    let mut h = harness_with(|o| o.harness_scratch_root = scratch_root);
+    // What the upstream harness's TensorBoard writer does, for rank 0 of allocation `task0.alloc`.
+    let script = format!("mkdir -p \"{}/tensorboard-$DET_ALLOCATION_ID-0/events\"", scratch.path().display());
+    let handle = h.runtime.start(spec("task0", sh(&script))).await.unwrap();
+    std::fs::create_dir(scratch.path().join("tensorboard-other.alloc-0")).unwrap();
+    let (_, exit) = run_to_exit(&mut h.events, handle.container_id()).await;
+    assert!(exit.success());
+    let mine = scratch.path().join("tensorboard-task0.alloc-0");
+    assert!(mine.join("events").is_dir());
+
+    h.runtime.remove(handle.container_id()).await.unwrap();
+    assert!(!mine.exists());
+    assert!(scratch.path().join("tensorboard-other.alloc-0").is_dir());
+}
+
+#[tokio::test]
 async fn work_dir_archives_are_extracted_and_unsafe_ones_refused() {
     let mut h = harness();
     let archive = tar_gz(&[
