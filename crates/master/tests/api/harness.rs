@@ -1,11 +1,8 @@
-use std::str::FromStr;
 use std::sync::Arc;
 
 use resolute_master::{Master, MasterConfig};
 use resolute_store::Store;
 use serde_json::{Value, json};
-use sqlx::ConnectOptions;
-use sqlx::postgres::PgConnectOptions;
 use tokio::sync::oneshot;
 
 /// Expands a test case `module::case(&TestMaster)` into `case::sqlite` and `case::postgres`.
@@ -68,15 +65,7 @@ impl TestMaster {
     }
 
     pub async fn postgres() -> Option<TestMaster> {
-        let Ok(url) = std::env::var("RESOLUTE_TEST_POSTGRES_URL") else {
-            assert_ne!(std::env::var("RESOLUTE_REQUIRE_POSTGRES").as_deref(), Ok("1"), "RESOLUTE_TEST_POSTGRES_URL is required");
-            eprintln!("skipping: RESOLUTE_TEST_POSTGRES_URL is not set");
-            return None;
-        };
-        let admin = PgConnectOptions::from_str(&url).expect("RESOLUTE_TEST_POSTGRES_URL parses");
-        let mut conn = admin.connect().await.expect("connect to test PostgreSQL");
-        let database = crate::pg_databases::fresh_database_name(&mut conn, "resolute_api_").await;
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}"))).execute(&mut conn).await.expect("create database");
+        let (admin, database) = crate::pg_databases::create_test_database("resolute_api_").await?;
         let mut config = MasterConfig::default();
         config.db.host = admin.get_host().to_owned();
         config.db.port = admin.get_port();

@@ -1,5 +1,4 @@
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use resolute_store::{PostgresOptions, SqlStore, Store};
@@ -58,17 +57,7 @@ impl Reopenable {
 
     /// `None` when no server is configured.
     pub async fn postgres() -> Option<Reopenable> {
-        let Ok(url) = std::env::var("RESOLUTE_TEST_POSTGRES_URL") else {
-            if std::env::var("RESOLUTE_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-                panic!("RESOLUTE_REQUIRE_POSTGRES=1 but RESOLUTE_TEST_POSTGRES_URL is not set");
-            }
-            eprintln!("skipping: RESOLUTE_TEST_POSTGRES_URL is not set");
-            return None;
-        };
-        let admin = PgConnectOptions::from_str(&url).expect("RESOLUTE_TEST_POSTGRES_URL parses");
-        let mut conn = admin.connect().await.expect("connect to the test PostgreSQL server");
-        let database = crate::pg_databases::fresh_database_name(&mut conn, "resolute_test_").await;
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}"))).execute(&mut conn).await.expect("create test database");
+        let (admin, database) = crate::pg_databases::create_test_database("resolute_test_").await?;
         Some(Reopenable::Postgres(PostgresOptions {
             host: admin.get_host().to_owned(),
             port: admin.get_port(),
