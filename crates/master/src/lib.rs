@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod cluster;
 pub mod config;
+pub mod domain;
 mod error;
 mod http;
 pub mod services;
@@ -90,8 +91,10 @@ impl Master {
     /// Serves until `shutdown` resolves, then drains connections and closes the store.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), MasterError> {
         let Master { listener, state, store, cluster_events } = self;
-        let cluster_loop =
-            tokio::spawn(cluster::start_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), cluster_events).await);
+        let hooks = Arc::new(services::ServiceHooks::new(state.store.clone()));
+        let cluster_loop = tokio::spawn(
+            cluster::start_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), hooks, cluster_events).await,
+        );
         let purger = tokio::spawn(purge_sessions_periodically(state.clone()));
         let app = http::router(state);
         // No Nagle on any connection: small responses and websocket frames (task starts, kills)

@@ -51,7 +51,7 @@ impl AppState {
     pub fn new(store: Arc<dyn Store>, config: MasterConfig, identity: Identity, cluster: ClusterHandle) -> AppState {
         let lifespan = chrono::TimeDelta::days(i64::from(config.security.token.default_lifespan_days));
         let sessions = Arc::new(SessionCache::default());
-        let experiments = ExperimentService::new(store.clone(), config.checkpoint_storage.clone(), &config.data_dir());
+        let experiments = ExperimentService::new(store.clone(), cluster.clone(), config.checkpoint_storage.clone(), &config.data_dir());
         AppState(Arc::new(AppServices {
             identity: Arc::new(identity),
             auth: AuthService::new(store.clone(), sessions.clone(), lifespan),

@@ -1,4 +1,6 @@
-//! Credentials: password hashing and session tokens. Pure functions; no store access.
+//! Credentials: password hashing and session tokens (pure functions), and allocation tokens (issued
+//! by the cluster loop, checked by the runtime services, kept in the store as hashes).
 
+pub mod allocation_tokens;
 pub mod password;
 pub mod token;

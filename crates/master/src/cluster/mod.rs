@@ -1,29 +1,32 @@
-//! The cluster: connected agents, the scheduler, and the single writer loop that turns searcher
-//! operations into trials, trials into allocations, and agent reports into state changes.
+//! The cluster: the single writer loop that turns searcher operations into trials, tasks into
+//! allocations, and what the resource manager reports into state changes.
+//!
+//! The loop is keyed by allocation (`allocations.rs`); each allocation's owner is a task of some
+//! kind — the trial kind lives in `trial/` — which supplies the start specification and decides
+//! what an exit means. Where processes run is the resource manager's business (`rm/`: agents
+//! today). Services reach the loop only through [`ClusterHandle`] and [`LoopHooks`].
 //!
 //! HTTP handlers never change trial, allocation or agent state themselves: they write what they
 //! own (metrics, checkpoints, logs) to the store and [`ClusterHandle::notify`] the loop, which
 //! decides. Preemption signals are the one thing handlers read directly ([`PreemptionSignals`]).
 
-mod agent_registry;
-mod exit;
-mod experiment_flow;
+mod allocations;
+mod hooks;
 mod orchestrator;
-mod runs;
-pub(crate) mod search_config;
+pub mod rm;
 mod signals;
-mod task_env;
-mod trial_flow;
+mod trial;
 mod view;
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use resolute_api::agent_protocol::{AgentConnectQuery, AgentToMaster, MasterToAgent};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
+pub use hooks::LoopHooks;
 pub use orchestrator::{Orchestrator, Timing, start_loop};
+pub use rm::{AgentInput, RmInput};
 pub use signals::PreemptionSignals;
 
 /// The pool agents and experiments use when they name none.
@@ -35,55 +38,22 @@ pub use view::{AgentView, ClusterView, ContainerView, SlotView};
 pub enum ClusterEvent {
     /// An experiment was created or its state changed through the API (activate, pause, cancel,
     /// kill): the loop reconciles its trials with the new state.
-    ExperimentChanged {
-        experiment_id: i32,
-    },
+    ExperimentChanged { experiment_id: i32 },
     /// A validation report was stored for the trial (`metrics` are its `avgMetrics`).
-    ValidationReported {
-        trial_id: i32,
-        trial_run_id: i32,
-        steps_completed: i64,
-        metrics: Map<String, Value>,
-    },
+    ValidationReported { trial_id: i32, trial_run_id: i32, steps_completed: i64, metrics: Map<String, Value> },
     /// `POST /api/v1/trials/{id}/progress`: the fraction of the trial's searcher length done.
-    ProgressReported {
-        trial_id: i32,
-        progress: f64,
-    },
+    ProgressReported { trial_id: i32, progress: f64 },
     /// `POST /api/v1/trials/{id}/early_exit` (e.g. `EXITED_REASON_INVALID_HP`).
-    EarlyExit {
-        trial_id: i32,
-        reason: String,
-    },
+    EarlyExit { trial_id: i32, reason: String },
     /// `POST /api/v1/allocations/{id}/signals/ack_preemption`: the task will exit because it was
     /// preempted, so exit 0 does not mean "done".
-    PreemptionAcknowledged {
-        allocation_id: String,
-    },
+    PreemptionAcknowledged { allocation_id: String },
     /// `POST /api/v1/allocations/{id}/signals/pending_preemption`: the task asks to be preempted.
-    PreemptionRequested {
-        allocation_id: String,
-    },
+    PreemptionRequested { allocation_id: String },
     /// `POST /api/v1/trials/{id}/kill`.
-    KillTrial {
-        trial_id: i32,
-    },
-    /// An agent's websocket opened; `outbox` reaches it until `AgentDisconnected` with this `conn_id`.
-    AgentConnected {
-        conn_id: u64,
-        query: AgentConnectQuery,
-        outbox: mpsc::UnboundedSender<MasterToAgent>,
-    },
-    /// A message from a connected agent (log batches are stored by the connection itself).
-    AgentMessage {
-        conn_id: u64,
-        agent_id: String,
-        message: AgentToMaster,
-    },
-    AgentDisconnected {
-        conn_id: u64,
-        agent_id: String,
-    },
+    KillTrial { trial_id: i32 },
+    /// For the resource manager (agents connecting, reporting, leaving; its own timers).
+    Rm(RmInput),
     /// Timers the loop set for itself.
     Timer(Timer),
 }
@@ -93,8 +63,6 @@ pub enum ClusterEvent {
 pub enum Timer {
     /// A gracefully terminated allocation that has not exited by now is killed.
     KillIfRunning { allocation_id: String },
-    /// An agent that has not reconnected by now is forgotten and its allocations fail.
-    ReconnectExpired { agent_id: String, conn_id: u64 },
 }
 
 /// What HTTP handlers hold: a way to notify the loop, the preemption signals, and a read-only

@@ -1,15 +1,17 @@
 //! The single writer loop: one task owns every in-memory run and is the only writer of trial,
 //! allocation and experiment lifecycle state. Events arrive on one channel and are handled one at
-//! a time; after each, the scheduler runs and the cluster view is republished.
+//! a time; after each, the resource manager schedules and the cluster view is republished.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use resolute_scheduler::{LogicalTime, Scheduler, SchedulerConfig};
 use resolute_store::Store;
 use tokio::sync::mpsc;
 
-use super::runs::{AgentRun, AllocationRun, ExperimentRun, TrialRun};
+use super::allocations::AllocationRun;
+use super::hooks::LoopHooks;
+use super::rm::{AgentResourceManager, ResourceManager};
+use super::trial::runs::{ExperimentRun, TrialRun};
 use super::{ClusterEvent, ClusterHandle, Timer};
 use crate::state::Identity;
 
@@ -20,8 +22,8 @@ pub(super) enum LoopError {
     Store(#[from] resolute_store::StoreError),
     #[error("searcher: {0}")]
     Searcher(#[from] resolute_searcher::SearcherError),
-    #[error("scheduler: {0}")]
-    Scheduler(#[from] resolute_scheduler::SchedulerError),
+    #[error("resource manager: {0}")]
+    Rm(#[from] super::rm::RmError),
     #[error("{0}")]
     Other(String),
 }
@@ -32,13 +34,13 @@ pub struct Orchestrator {
     pub(super) store: Arc<dyn Store>,
     pub(super) handle: ClusterHandle,
     pub(super) identity: Arc<Identity>,
+    pub(super) hooks: Arc<dyn LoopHooks>,
+    pub(super) rm: Box<dyn ResourceManager>,
+    /// Every open allocation, by id, whatever its task's kind.
+    pub(super) allocations: HashMap<String, AllocationRun>,
+    /// The trial kind's state.
     pub(super) experiments: HashMap<i32, ExperimentRun>,
     pub(super) trials: HashMap<i32, TrialRun>,
-    pub(super) allocations: HashMap<String, AllocationRun>,
-    pub(super) agents: BTreeMap<String, AgentRun>,
-    pub(super) pools: BTreeMap<String, Scheduler>,
-    /// Logical time for the scheduler: one tick per event.
-    pub(super) tick: u64,
     pub(super) timing: Timing,
 }
 
@@ -58,17 +60,17 @@ impl Default for Timing {
 }
 
 impl Orchestrator {
-    pub fn new(store: Arc<dyn Store>, handle: ClusterHandle, identity: Arc<Identity>, timing: Timing) -> Orchestrator {
+    pub fn new(store: Arc<dyn Store>, handle: ClusterHandle, identity: Arc<Identity>, hooks: Arc<dyn LoopHooks>, timing: Timing) -> Self {
+        let rm = Box::new(AgentResourceManager::new(handle.clone(), identity.clone(), timing.agent_reconnect_wait));
         Orchestrator {
             store,
             handle,
             identity,
+            hooks,
+            rm,
+            allocations: HashMap::new(),
             experiments: HashMap::new(),
             trials: HashMap::new(),
-            allocations: HashMap::new(),
-            agents: BTreeMap::new(),
-            pools: BTreeMap::new(),
-            tick: 0,
             timing,
         }
     }
@@ -102,17 +104,19 @@ impl Orchestrator {
                 Ok(())
             }
             ClusterEvent::KillTrial { trial_id } => self.kill_trial(trial_id).await,
-            ClusterEvent::AgentConnected { conn_id, query, outbox } => self.agent_connected(conn_id, query, outbox).await,
-            ClusterEvent::AgentMessage { conn_id, agent_id, message } => self.agent_message(conn_id, &agent_id, message).await,
-            ClusterEvent::AgentDisconnected { conn_id, agent_id } => {
-                self.agent_disconnected(conn_id, &agent_id);
-                Ok(())
+            ClusterEvent::Rm(input) => {
+                let mut result = Ok(());
+                for event in self.rm.handle(input) {
+                    if let Err(e) = self.rm_event(event).await {
+                        result = Err(e);
+                    }
+                }
+                result
             }
             ClusterEvent::Timer(Timer::KillIfRunning { allocation_id }) => {
                 self.kill_allocation(&allocation_id);
                 Ok(())
             }
-            ClusterEvent::Timer(Timer::ReconnectExpired { agent_id, conn_id }) => self.reconnect_expired(&agent_id, conn_id).await,
         };
         if let Err(e) = result {
             tracing::error!(error = %e, event = %truncate(&described, 300), "handling a cluster event failed");
@@ -121,64 +125,18 @@ impl Orchestrator {
 
     /// Schedules what can run and republishes the view.
     pub(super) async fn after_event(&mut self) {
-        if let Err(e) = self.schedule().await {
-            tracing::error!(error = %e, "scheduling pass failed");
+        let decisions = self.rm.schedule();
+        for allocation_id in decisions.preemptions {
+            self.preempt_allocation(&allocation_id);
         }
-        self.publish_view();
-    }
-
-    pub(super) fn pool(&mut self, name: &str) -> &mut Scheduler {
-        self.pools.entry(name.to_owned()).or_insert_with(|| Scheduler::new(name.to_owned(), SchedulerConfig::default()))
-    }
-
-    pub(super) fn now(&mut self) -> LogicalTime {
-        self.tick += 1;
-        LogicalTime(self.tick)
-    }
-
-    async fn schedule(&mut self) -> LoopResult<()> {
-        let now = self.now();
-        let mut assignments = Vec::new();
-        let mut preemptions = Vec::new();
-        for scheduler in self.pools.values_mut() {
-            let decisions = scheduler.schedule(now);
-            assignments.extend(decisions.assignments);
-            preemptions.extend(decisions.preemptions);
-        }
-        for allocation_id in preemptions {
-            self.preempt_allocation(allocation_id.as_str());
-        }
-        for assignment in assignments {
-            let id = assignment.allocation_id.as_str().to_owned();
-            if let Err(e) = self.launch(&id, &assignment.placements).await {
+        for assignment in decisions.assignments {
+            let id = assignment.allocation_id.clone();
+            if let Err(e) = self.launch(assignment).await {
                 tracing::error!(allocation = %id, error = %e, "starting an allocation failed");
-                self.container_lost(&id, format!("the master could not start it: {e}")).await;
+                self.launch_failed(&id, format!("the master could not start it: {e}")).await;
             }
         }
-        Ok(())
-    }
-
-    /// Raises the allocation's preemption signal: the harness checkpoints and exits.
-    pub(super) fn preempt_allocation(&mut self, allocation_id: &str) {
-        if let Some(a) = self.allocations.get_mut(allocation_id) {
-            a.preempted = true;
-            self.handle.signals().preempt(allocation_id);
-        }
-    }
-
-    /// SIGKILL to every container of the allocation.
-    pub(super) fn kill_allocation(&mut self, allocation_id: &str) {
-        let Some(a) = self.allocations.get(allocation_id) else { return };
-        for c in &a.containers {
-            self.send_to_agent(&c.agent_id, resolute_api::agent_protocol::MasterToAgent::KillTask { container_id: c.container_id.clone() });
-        }
-    }
-
-    pub(super) fn send_to_agent(&self, agent_id: &str, message: resolute_api::agent_protocol::MasterToAgent) -> bool {
-        match self.agents.get(agent_id).and_then(|a| a.outbox.as_ref()) {
-            Some(outbox) => outbox.send(message).is_ok(),
-            None => false,
-        }
+        self.handle.publish(self.rm.view());
     }
 }
 
@@ -189,7 +147,6 @@ fn truncate(s: &str, max: usize) -> &str {
     }
 }
 
-/// Starts the loop for a master. Returns when the channel closes.
 /// Recovers what a previous master left unfinished, then returns the loop to spawn. The caller
 /// awaits the recovery before serving requests, so nothing created through the API can be taken
 /// for a previous master's leftovers.
@@ -197,9 +154,10 @@ pub async fn start_loop(
     store: Arc<dyn Store>,
     handle: ClusterHandle,
     identity: Arc<Identity>,
+    hooks: Arc<dyn LoopHooks>,
     events: mpsc::UnboundedReceiver<ClusterEvent>,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let mut orchestrator = Orchestrator::new(store, handle, identity, Timing::default());
+    let mut orchestrator = Orchestrator::new(store, handle, identity, hooks, Timing::default());
     if let Err(e) = orchestrator.recover().await {
         tracing::error!(error = %e, "recovering experiments after start failed");
     }

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use super::agent_logs::AgentLogWriter;
 use super::extract::QueryParams;
-use crate::cluster::{AgentView, ClusterEvent, SlotView};
+use crate::cluster::{AgentInput, AgentView, ClusterEvent, RmInput, SlotView};
 use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
 use crate::state::AppState;
@@ -43,7 +43,7 @@ async fn serve_agent(state: AppState, query: AgentConnectQuery, mut socket: WebS
     let conn_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let agent_id = query.id.clone();
     let (outbox, mut outgoing) = mpsc::unbounded_channel::<MasterToAgent>();
-    state.cluster.notify(ClusterEvent::AgentConnected { conn_id, query, outbox });
+    state.cluster.notify(ClusterEvent::Rm(RmInput::Agent(AgentInput::Connected { conn_id, query, outbox })));
     let logs = AgentLogWriter::start(state.clone(), agent_id.clone());
     let mut ping = tokio::time::interval(PING_EVERY);
     loop {
@@ -71,7 +71,7 @@ async fn serve_agent(state: AppState, query: AgentConnectQuery, mut socket: WebS
         }
     }
     logs.flush().await;
-    state.cluster.notify(ClusterEvent::AgentDisconnected { conn_id, agent_id });
+    state.cluster.notify(ClusterEvent::Rm(RmInput::Agent(AgentInput::Disconnected { conn_id, agent_id })));
 }
 
 async fn handle_agent_message(state: &AppState, logs: &AgentLogWriter, conn_id: u64, agent_id: &str, text: &str) {
@@ -87,7 +87,7 @@ async fn handle_agent_message(state: &AppState, logs: &AgentLogWriter, conn_id: 
         // Everything the agent sent before (its last log lines) is stored before the loop sees this.
         message => {
             logs.flush().await;
-            state.cluster.notify(ClusterEvent::AgentMessage { conn_id, agent_id: agent_id.to_owned(), message });
+            state.cluster.notify(ClusterEvent::Rm(RmInput::Agent(AgentInput::Message { conn_id, agent_id: agent_id.to_owned(), message })));
         }
     }
 }

@@ -15,9 +15,8 @@ use serde_json::{Value, json};
 
 use super::experiment_wire as wire;
 use super::extract::{JsonBody, QueryParams};
-use crate::cluster::ClusterEvent;
+use crate::domain::experiment_state::ExperimentAction;
 use crate::error::{ApiError, ApiResult};
-use crate::services::experiment_state::ExperimentAction;
 use crate::services::model_def::ContextFile;
 use crate::services::{ExperimentChanges, ExperimentListQuery, NewExperimentRequest, Principal};
 use crate::state::AppState;
@@ -78,9 +77,6 @@ pub async fn create(
             },
         )
         .await?;
-    if let Some(view) = &created.experiment {
-        state.cluster.notify(ClusterEvent::ExperimentChanged { experiment_id: view.record.id });
-    }
     let experiment = match created.experiment {
         Some(view) => wire::experiment(view),
         // Validation only: an empty experiment, as upstream (the Python bindings need one).
@@ -223,7 +219,6 @@ pub async fn delete(State(state): State<AppState>, caller: Principal, Path(id): 
 async fn act(state: &AppState, caller: &Principal, id: &str, action: ExperimentAction) -> ApiResult<Json<Value>> {
     let id = parse_id(id, "id")?;
     state.experiments.act(caller, id, action).await?;
-    state.cluster.notify(ClusterEvent::ExperimentChanged { experiment_id: id });
     Ok(Json(json!({})))
 }
 

@@ -5,14 +5,21 @@
 use resolute_api::error::ErrorCode;
 use resolute_store::{ExperimentPatch, ExperimentRecord, TrialFilter, db_now};
 
-use super::experiment_state::{ExperimentAction, ExperimentState, transition};
 use super::experiments::{ExperimentService, ExperimentView, dedup};
+use crate::cluster::ClusterEvent;
+use crate::domain::TrialState;
+use crate::domain::experiment_state::{ExperimentAction, ExperimentState, transition};
 use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
 
 /// Trial states that hold (or wait for) resources: a stopping experiment waits for these.
-const RUNNING_TRIAL_STATES: &[&str] =
-    &["STATE_ACTIVE", "STATE_STOPPING_CANCELED", "STATE_STOPPING_KILLED", "STATE_STOPPING_COMPLETED", "STATE_STOPPING_ERROR"];
+const RUNNING_TRIAL_STATES: [TrialState; 5] = [
+    TrialState::Active,
+    TrialState::StoppingCanceled,
+    TrialState::StoppingKilled,
+    TrialState::StoppingCompleted,
+    TrialState::StoppingError,
+];
 
 /// Compare-and-set attempts before giving up on an experiment that keeps changing under us.
 const STATE_RETRIES: usize = 5;
@@ -112,6 +119,12 @@ impl ExperimentService {
     /// Applies a state action (see `experiment_state`), settling a stop at once when no trial
     /// runs. Returns the state stored.
     pub async fn act(&self, caller: &Principal, id: i32, action: ExperimentAction) -> ApiResult<ExperimentState> {
+        let state = self.move_state(caller, id, action).await?;
+        self.cluster.notify(ClusterEvent::ExperimentChanged { experiment_id: id });
+        Ok(state)
+    }
+
+    async fn move_state(&self, caller: &Principal, id: i32, action: ExperimentAction) -> ApiResult<ExperimentState> {
         let verb = match action {
             ExperimentAction::Activate => "activate",
             ExperimentAction::Pause => "pause",
@@ -156,7 +169,7 @@ impl ExperimentService {
     async fn running_trials(&self, experiment_id: i32) -> ApiResult<usize> {
         let filter = TrialFilter {
             experiment_id,
-            states: RUNNING_TRIAL_STATES.iter().map(|s| (*s).to_owned()).collect(),
+            states: RUNNING_TRIAL_STATES.iter().map(|s| s.as_str().to_owned()).collect(),
             limit: Some(0),
             ..Default::default()
         };

@@ -15,8 +15,9 @@ use resolute_store::{
 };
 use serde_json::{Value, json};
 
-use super::experiment_state::ExperimentState;
 use super::model_def::{ContextFile, build_archive};
+use crate::cluster::{ClusterEvent, ClusterHandle};
+use crate::domain::experiment_state::ExperimentState;
 use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
 
@@ -28,6 +29,8 @@ pub struct ExperimentService {
     pub(super) store: Arc<dyn Store>,
     /// The master's `checkpoint_storage`, merged under every experiment's.
     checkpoint_storage: Value,
+    /// The loop hears of every experiment created or changed here, whatever the front end.
+    pub(super) cluster: ClusterHandle,
 }
 
 /// `POST /api/v1/experiments` after parsing.
@@ -92,12 +95,12 @@ pub struct ListPage<T> {
 }
 
 impl ExperimentService {
-    pub fn new(store: Arc<dyn Store>, checkpoint_storage: Option<Value>, data_dir: &Path) -> Self {
+    pub fn new(store: Arc<dyn Store>, cluster: ClusterHandle, checkpoint_storage: Option<Value>, data_dir: &Path) -> Self {
         let default_storage = json!({"type": "shared_fs", "host_path": data_dir.join("checkpoints").to_string_lossy()});
         let mut storage = checkpoint_storage.unwrap_or_else(|| default_storage.clone());
         // A master config naming shared_fs without a host_path still gets the default path.
         merge_under(&mut storage, &default_storage);
-        ExperimentService { store, checkpoint_storage: storage }
+        ExperimentService { store, checkpoint_storage: storage, cluster }
     }
 
     pub async fn create(&self, caller: &Principal, req: NewExperimentRequest) -> ApiResult<CreatedExperiment> {
@@ -140,6 +143,7 @@ impl ExperimentService {
             .await?;
         tracing::info!(experiment = record.id, owner = %caller.user.username, state = %state, "created experiment");
         let view = self.view(record).await?;
+        self.cluster.notify(ClusterEvent::ExperimentChanged { experiment_id: view.record.id });
         Ok(CreatedExperiment { experiment: Some(view), config: config_json })
     }
 

@@ -1,13 +1,12 @@
 //! Business rules, independent of HTTP: handlers parse and render, services decide.
 
-pub mod allocation_tokens;
 mod auth;
 pub mod checkpoint_gc;
 pub mod checkpoint_storage;
 mod experiment_changes;
 mod experiment_items;
-pub mod experiment_state;
 mod experiments;
+mod loop_hooks;
 pub mod metric_reporters;
 mod metrics_writer;
 pub mod model_def;
@@ -23,11 +22,12 @@ pub mod trial_runtime_checkpoints;
 mod users;
 mod workloads;
 
-pub use allocation_tokens::{AllocationPrincipal, authenticate_allocation_token, issue_allocation_token};
+pub use crate::auth::allocation_tokens::{AllocationPrincipal, authenticate_allocation_token};
 pub use auth::{AuthService, Principal};
 pub use experiment_changes::ExperimentChanges;
 pub use experiment_items::{CheckpointListQuery, CheckpointView, TrialListQuery, TrialView};
 pub use experiments::{CreatedExperiment, ExperimentListQuery, ExperimentService, ExperimentView, ListPage, NewExperimentRequest};
+pub use loop_hooks::ServiceHooks;
 pub use metric_reporters::MetricsCaller;
 pub use search_preview::SearchPreview;
 pub use searcher_state::{SearcherStateView, SearcherTrialView};

@@ -5,7 +5,7 @@ use resolute_searcher::{ConfigError, Plan, preview};
 use serde_json::Value;
 
 use super::ExperimentService;
-use crate::cluster::search_config::searcher_config;
+use crate::domain::search_config::searcher_config;
 use crate::error::{ApiError, ApiResult};
 
 /// A search's plan and the fully defaulted `searcher` section it was made from.

@@ -9,7 +9,7 @@ use resolute_searcher::{ExitReason, Plan, RequestId, Searcher, TrialInfo, TrialS
 use resolute_store::TrialFilter;
 
 use super::ExperimentService;
-use crate::cluster::search_config::{full_length, searcher_config};
+use crate::domain::search_config::{full_length, searcher_config};
 use crate::error::{ApiError, ApiResult};
 
 /// One trial as the searcher sees it, joined with the master's trial ids.

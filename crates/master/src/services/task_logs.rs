@@ -8,6 +8,7 @@ use std::time::Duration;
 use resolute_store::{LogFields, LogFilter, LogRecord, OrderDirection, Store, StoreError};
 use tokio::sync::{Notify, mpsc};
 
+use crate::domain::TrialState;
 use crate::error::{ApiError, ApiResult};
 
 /// Lines read per query; a full batch means more may be waiting.
@@ -16,9 +17,6 @@ const BATCH_SIZE: i64 = 1000;
 const FOLLOW_POLL: Duration = Duration::from_millis(500);
 /// Batches buffered between the poller and a slow reader.
 const CHANNEL_BATCHES: usize = 4;
-
-/// Trial states after which a trial writes no more logs.
-const TERMINAL_TRIAL_STATES: [&str; 3] = ["STATE_COMPLETED", "STATE_CANCELED", "STATE_ERROR"];
 
 /// Whose logs to read.
 #[derive(Clone, Debug)]
@@ -108,7 +106,7 @@ async fn has_ended(store: &dyn Store, subject: &LogSubject) -> ApiResult<bool> {
     }
     if let Some(trial_id) = subject.trial_id {
         let trial = store.trial_by_id(trial_id).await?;
-        return Ok(TERMINAL_TRIAL_STATES.contains(&trial.state.as_str()));
+        return Ok(TrialState::is_terminal_name(&trial.state));
     }
     Ok(false)
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use resolute_store::{AllocationRecord, Store, StoreError, TaskFilter, TaskRecord, TaskWithAllocations};
 
 use crate::cluster::{ClusterHandle, ContainerView, SlotView};
+use crate::domain::TaskType;
 use crate::error::ApiResult;
 
 /// Upstream's default job priority under the priority scheduler.
@@ -78,11 +79,11 @@ impl TaskService {
         let tasks = self.store.list_tasks(&TaskFilter { task_type: None, open_only: true }).await?;
         let mut counts = ActiveTaskCounts::default();
         for t in tasks {
-            match t.task.task_type.as_str() {
-                "TASK_TYPE_COMMAND" => counts.commands += 1,
-                "TASK_TYPE_NOTEBOOK" => counts.notebooks += 1,
-                "TASK_TYPE_SHELL" => counts.shells += 1,
-                "TASK_TYPE_TENSORBOARD" => counts.tensorboards += 1,
+            match TaskType::parse(&t.task.task_type) {
+                Some(TaskType::Command) => counts.commands += 1,
+                Some(TaskType::Notebook) => counts.notebooks += 1,
+                Some(TaskType::Shell) => counts.shells += 1,
+                Some(TaskType::Tensorboard) => counts.tensorboards += 1,
                 _ => {}
             }
         }
@@ -91,7 +92,8 @@ impl TaskService {
 
     /// A display name and priority: a trial's come from its experiment.
     async fn describe(&self, task: &TaskRecord) -> ApiResult<(String, i32)> {
-        if task.task_type == "TASK_TYPE_TRIAL" {
+        let kind = TaskType::parse(&task.task_type);
+        if kind == Some(TaskType::Trial) {
             match self.store.trial_by_task_id(&task.task_id).await {
                 Ok(trial) => {
                     let experiment = self.store.experiment_by_id(trial.experiment_id).await?;
@@ -103,11 +105,7 @@ impl TaskService {
                 Err(e) => return Err(e.into()),
             }
         }
-        let kind = task.task_type.trim_start_matches("TASK_TYPE_");
-        let mut label = kind.to_ascii_lowercase();
-        if let Some(first) = label.get_mut(0..1) {
-            first.make_ascii_uppercase();
-        }
+        let label = kind.map_or("Task", TaskType::display_name);
         Ok((format!("{label} ({})", task.task_id), DEFAULT_PRIORITY))
     }
 }

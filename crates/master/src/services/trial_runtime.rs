@@ -10,11 +10,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::Principal;
-use super::allocation_tokens::authenticate_allocation_token;
 use super::experiments::searcher_metric;
 use super::metric_reporters::{MetricReporter, MetricReporterCache, MetricsCaller};
 use super::metrics_writer::MetricsWriter;
 use super::trial_runtime_access::{Access, RuntimeCaller, ensure_owner};
+use crate::auth::allocation_tokens::authenticate_allocation_token;
 use crate::auth::token;
 use crate::cluster::{ClusterEvent, ClusterHandle};
 use crate::error::{ApiError, ApiResult};

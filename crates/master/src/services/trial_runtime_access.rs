@@ -5,9 +5,9 @@
 
 use resolute_store::{AllocationRecord, ExperimentRecord, StoreError, TaskRecord, TrialRecord};
 
-use super::allocation_tokens::AllocationPrincipal;
 use super::auth::Principal;
 use super::trial_runtime::TrialRuntimeService;
+use crate::auth::allocation_tokens::AllocationPrincipal;
 use crate::error::{ApiError, ApiResult};
 
 /// The authenticated caller of a runtime endpoint.

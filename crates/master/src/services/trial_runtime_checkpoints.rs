@@ -11,10 +11,8 @@ use super::CheckpointView;
 use super::experiments::searcher_metric;
 use super::trial_runtime::TrialRuntimeService;
 use super::trial_runtime_access::{Access, RuntimeCaller};
+use crate::domain::{CheckpointState, TaskType};
 use crate::error::{ApiError, ApiResult};
-
-/// The task type whose tokens may patch any checkpoint (it deletes other tasks' files).
-const CHECKPOINT_GC_TASK: &str = "TASK_TYPE_CHECKPOINT_GC";
 
 /// `POST /api/v1/checkpoints`, as the harness sends it.
 #[derive(Clone, Debug)]
@@ -43,7 +41,7 @@ impl TrialRuntimeService {
         if uuid::Uuid::parse_str(&report.uuid).is_err() {
             return Err(ApiError::invalid(format!("uuid must be a UUID, got {:?}", report.uuid)));
         }
-        if report.state == "STATE_UNSPECIFIED" {
+        if CheckpointState::parse(&report.state) == Some(CheckpointState::Unspecified) {
             return Err(ApiError::invalid("state is required (e.g. STATE_COMPLETED)"));
         }
         if let Some((path, size)) = report.resources.iter().find(|(_, size)| **size < 0) {
@@ -152,7 +150,7 @@ impl TrialRuntimeService {
         for patch in patches {
             let Some(remaining) = patch.remaining else { continue };
             let record = self.store.checkpoint_by_uuid(&patch.uuid).await?;
-            if caller.task().is_none_or(|own| own.task.task_type != CHECKPOINT_GC_TASK) {
+            if caller.task().is_none_or(|own| TaskType::parse(&own.task.task_type) != Some(TaskType::CheckpointGc)) {
                 self.task_for(caller, &record.task_id, Access::Write).await?;
             }
             if let Some((path, size)) = remaining.iter().find(|(_, size)| **size < 0) {
@@ -162,11 +160,11 @@ impl TrialRuntimeService {
                 )));
             }
             let state = if remaining.is_empty() {
-                "STATE_DELETED".to_owned()
+                CheckpointState::Deleted.as_str().to_owned()
             } else if remaining == record.resources {
                 record.state.clone()
             } else {
-                "STATE_PARTIALLY_DELETED".to_owned()
+                CheckpointState::PartiallyDeleted.as_str().to_owned()
             };
             changes.push((patch.uuid, remaining, state));
         }

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use resolute_store::{CheckpointFilter, CheckpointRecord, MetricRecord, Store, TRAINING_GROUP, VALIDATION_GROUP};
 
 use super::ListPage;
+use crate::domain::CheckpointState;
 use crate::error::ApiResult;
 
 /// One workload.
@@ -90,7 +91,10 @@ pub async fn trial_workloads(store: &dyn Store, trial_id: i32, q: &WorkloadQuery
         let filter = CheckpointFilter { trial_id: Some(trial_id), ..CheckpointFilter::default() };
         let checkpoints = store.list_checkpoints(&filter).await?.checkpoints;
         items.extend(
-            checkpoints.into_iter().filter(|c| !(q.remove_deleted_checkpoints && c.state == "STATE_DELETED")).map(Workload::Checkpoint),
+            checkpoints
+                .into_iter()
+                .filter(|c| !(q.remove_deleted_checkpoints && CheckpointState::parse(&c.state) == Some(CheckpointState::Deleted)))
+                .map(Workload::Checkpoint),
         );
     }
     sort(&mut items, q);

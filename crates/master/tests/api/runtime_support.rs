@@ -3,7 +3,7 @@
 //! authenticate as the harness does (`Grpc-Metadata-x-allocation-token`).
 
 use resolute_api::agent_protocol::StartTask;
-use resolute_master::services::issue_allocation_token;
+use resolute_master::auth::allocation_tokens::issue_allocation_token;
 use resolute_store::{NewAllocation, NewTask, NewTrial, TrialRecord, db_now};
 use serde_json::{Value, json};
 

@@ -1,7 +1,7 @@
 //! What a trial's allocation ending means for the trial: a pure decision, so the rules (restarts,
 //! preemption, pause, searcher stops, kills) are tested without processes or a database.
 
-use crate::services::experiment_state::ExperimentState;
+use crate::domain::ExperimentState;
 
 /// What the loop knew about the trial when its allocation ended.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,6 +7,8 @@ use resolute_api::agent_protocol::{StartTask, TaskEntrypoint};
 use resolute_expconf::ExperimentConfig;
 use serde_json::{Value, json};
 
+use crate::domain::TaskType;
+
 /// What a trial launch needs to know.
 #[derive(Clone, Debug)]
 pub struct TrialLaunch<'a> {
@@ -67,7 +69,7 @@ pub fn trial_start_task(l: &TrialLaunch<'_>) -> StartTask {
     set(&mut env, "DET_CONTAINER_ID", l.container_id.to_owned());
     set(&mut env, "DET_SESSION_TOKEN", l.session_token.to_owned());
     set(&mut env, "DET_USER", l.user.to_owned());
-    set(&mut env, "DET_TASK_TYPE", "TRIAL".to_owned());
+    set(&mut env, "DET_TASK_TYPE", TaskType::Trial.env_name().to_owned());
     set(&mut env, "DET_RESOURCES_TYPE", "process".to_owned());
     set(&mut env, "DET_EXPERIMENT_ID", l.experiment_id.to_string());
     set(&mut env, "DET_TRIAL_ID", l.trial_id.to_string());
@@ -86,7 +88,7 @@ pub fn trial_start_task(l: &TrialLaunch<'_>) -> StartTask {
         container_id: l.container_id.to_owned(),
         task_id: l.task_id.to_owned(),
         allocation_id: l.allocation_id.to_owned(),
-        task_type: "TRIAL".to_owned(),
+        task_type: TaskType::Trial.env_name().to_owned(),
         description: format!("Trial {} (Experiment {})", l.trial_id, l.experiment_id),
         slot_ids: l.slot_ids.clone(),
         entrypoint: TaskEntrypoint::Argv(TRIAL_ENTRYPOINT.iter().map(|s| (*s).to_owned()).collect()),

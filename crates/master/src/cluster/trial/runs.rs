@@ -1,20 +1,17 @@
-//! What the loop keeps in memory about experiments, trials, allocations and agents. The store is
+//! What the trial kind keeps in memory about experiments and trials. The store is
 //! the record; these hold what the store does not (searcher objects, connections, flags that only
 //! matter while a process runs).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
-use resolute_api::agent_protocol::{AgentDevice, MasterToAgent};
 use resolute_expconf::ExperimentConfig;
 use resolute_searcher::{LengthUnit, RequestId, Searcher};
 use serde_json::Value;
-use tokio::sync::mpsc;
 
-use crate::services::experiment_state::ExperimentState;
+use crate::domain::ExperimentState;
 
-pub(super) struct ExperimentRun {
+pub(in crate::cluster) struct ExperimentRun {
     pub id: i32,
     pub state: ExperimentState,
     pub config: ExperimentConfig,
@@ -58,11 +55,11 @@ impl ExperimentRun {
 
     pub fn resource_pool(&self) -> String {
         let pool = &self.config.resources.resource_pool;
-        if pool.is_empty() { super::DEFAULT_POOL.to_owned() } else { pool.clone() }
+        if pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { pool.clone() }
     }
 }
 
-pub(super) struct TrialRun {
+pub(in crate::cluster) struct TrialRun {
     pub experiment_id: i32,
     pub request_id: RequestId,
     pub task_id: String,
@@ -83,37 +80,4 @@ pub(super) struct TrialRun {
     pub warm_start: Option<String>,
     /// The trial whose latest checkpoint this one starts from (PBT).
     pub warm_start_parent: Option<i32>,
-}
-
-pub(super) struct AllocationRun {
-    pub id: String,
-    pub trial_id: i32,
-    pub pool: String,
-    /// `(agent_id, container_id, slot_ids)`; empty while queued.
-    pub containers: Vec<ContainerRun>,
-    pub preempted: bool,
-    pub acknowledged: bool,
-    /// Exits seen so far; the allocation ends when every container has exited.
-    pub exits: Vec<(String, Option<i32>, Option<String>)>,
-}
-
-pub(super) struct ContainerRun {
-    pub agent_id: String,
-    pub container_id: String,
-    pub slot_ids: Vec<u32>,
-    pub running: bool,
-}
-
-pub(super) struct AgentRun {
-    pub id: String,
-    pub conn_id: u64,
-    /// `None` while disconnected (waiting for a reconnect).
-    pub outbox: Option<mpsc::UnboundedSender<MasterToAgent>>,
-    pub resource_pool: String,
-    pub hostname: String,
-    pub version: String,
-    pub devices: Vec<AgentDevice>,
-    pub registered: DateTime<Utc>,
-    /// Registered with the scheduler (after `AgentStarted`).
-    pub started: bool,
 }

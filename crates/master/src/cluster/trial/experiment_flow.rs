@@ -6,18 +6,15 @@ use resolute_searcher::{ExitReason, Operation, RequestId, Searcher};
 use resolute_store::{ExperimentFilter, NewTask, NewTrial, TrialFilter, db_now};
 use serde_json::{Map, Value};
 
-use super::orchestrator::{LoopError, LoopResult, Orchestrator};
 use super::runs::{ExperimentRun, TrialRun};
-use super::search_config::{full_length, length_unit, searcher_config, time_progress};
-use crate::services::experiment_state::ExperimentState;
-
-/// Trial states that are over.
-pub(super) const TERMINAL_TRIAL_STATES: [&str; 3] = ["STATE_COMPLETED", "STATE_CANCELED", "STATE_ERROR"];
+use crate::cluster::orchestrator::{LoopError, LoopResult, Orchestrator};
+use crate::domain::search_config::{full_length, length_unit, searcher_config, time_progress};
+use crate::domain::{AllocationState, ExperimentState, TaskType, TrialState};
 
 impl Orchestrator {
     /// After a master start: every unfinished experiment is loaded again; allocations the previous
     /// master ran are gone with it, so their trials run again from their latest checkpoints.
-    pub(super) async fn recover(&mut self) -> LoopResult<()> {
+    pub(in crate::cluster) async fn recover(&mut self) -> LoopResult<()> {
         let states = [
             ExperimentState::Active,
             ExperimentState::Paused,
@@ -34,7 +31,7 @@ impl Orchestrator {
             for task in open.iter().filter(|t| t.task.task_id.starts_with(&prefix)) {
                 for allocation in task.allocations.iter().filter(|a| a.end_time.is_none()) {
                     let patch = resolute_store::AllocationPatch {
-                        state: Some("STATE_TERMINATED".into()),
+                        state: Some(AllocationState::Terminated.as_str().into()),
                         end_time: Some(db_now()),
                         exit_reason: Some("the master restarted".into()),
                         ..Default::default()
@@ -58,7 +55,7 @@ impl Orchestrator {
     }
 
     /// The experiment was created or its state changed: bring its trials in line.
-    pub(super) async fn experiment_changed(&mut self, id: i32) -> LoopResult<()> {
+    pub(in crate::cluster) async fn experiment_changed(&mut self, id: i32) -> LoopResult<()> {
         let record = self.store.experiment_by_id(id).await?;
         let state = ExperimentState::parse(&record.state).ok_or_else(|| LoopError::Other(format!("unknown state {}", record.state)))?;
         if !self.experiments.contains_key(&id) {
@@ -116,7 +113,7 @@ impl Orchestrator {
         for t in page.trials {
             let Ok(request_id) = t.request_id.parse::<u64>().map(RequestId) else { continue };
             exp.trials.insert(request_id, t.id);
-            if TERMINAL_TRIAL_STATES.contains(&t.state.as_str()) {
+            if TrialState::is_terminal_name(&t.state) {
                 continue;
             }
             self.trials.insert(
@@ -144,7 +141,7 @@ impl Orchestrator {
     }
 
     /// Carries out searcher operations, then snapshots the searcher.
-    pub(super) async fn apply_operations(&mut self, experiment_id: i32, ops: Vec<Operation>) -> LoopResult<()> {
+    pub(in crate::cluster) async fn apply_operations(&mut self, experiment_id: i32, ops: Vec<Operation>) -> LoopResult<()> {
         let mut queue: std::collections::VecDeque<Operation> = ops.into();
         while let Some(op) = queue.pop_front() {
             let more = match op {
@@ -195,13 +192,13 @@ impl Orchestrator {
             Some(parent) => self.store.trial_by_id(parent).await?.latest_checkpoint_uuid,
             None => None,
         };
-        let state = if exp.state == ExperimentState::Paused { "STATE_PAUSED" } else { "STATE_ACTIVE" };
+        let state = if exp.state == ExperimentState::Paused { TrialState::Paused } else { TrialState::Active };
         let task_id = format!("{experiment_id}.{}", uuid::Uuid::new_v4());
         let now = db_now();
         self.store
             .create_task(NewTask {
                 task_id: task_id.clone(),
-                task_type: "TASK_TYPE_TRIAL".into(),
+                task_type: TaskType::Trial.as_str().into(),
                 start_time: now,
                 job_id: Some(exp.job_id.clone()),
                 owner_id: None,
@@ -213,7 +210,7 @@ impl Orchestrator {
                 experiment_id,
                 request_id: request_id.0.to_string(),
                 task_id: task_id.clone(),
-                state: state.into(),
+                state: state.as_str().into(),
                 hparams: hparams.clone(),
                 seed: i64::from(trial_seed),
                 start_time: now,
@@ -242,7 +239,7 @@ impl Orchestrator {
         exp.trials.insert(request_id, record.id);
         let ops = exp.searcher.trial_created(request_id)?;
         if exp.state == ExperimentState::Active {
-            self.request_allocation(record.id).await?;
+            self.request_trial_allocation(record.id).await?;
         }
         Ok(ops)
     }
@@ -267,16 +264,16 @@ impl Orchestrator {
             self.store.set_trial_end_reason(trial_id, Some("stopped early by the searcher")).await?;
         }
         match trial.allocation.clone() {
-            Some(allocation_id) if self.allocations.get(&allocation_id).is_some_and(|a| !a.containers.is_empty()) => {
+            Some(allocation_id) if self.is_started(&allocation_id) => {
                 tracing::info!(trial = trial_id, "searcher stopped the trial; signalling it to checkpoint and exit");
                 self.preempt_allocation(&allocation_id);
                 Ok(Vec::new())
             }
             queued => {
                 if let Some(allocation_id) = queued {
-                    self.drop_queued_allocation(&allocation_id).await?;
+                    self.drop_queued_trial_allocation(trial_id, &allocation_id).await?;
                 }
-                self.end_trial(trial_id, "STATE_COMPLETED").await
+                self.end_trial(trial_id, TrialState::Completed).await
             }
         }
     }
@@ -288,12 +285,12 @@ impl Orchestrator {
         let trial_ids: Vec<i32> = exp.trials.values().copied().filter(|t| self.trials.contains_key(t)).collect();
         for trial_id in trial_ids {
             let allocation = self.trials.get(&trial_id).and_then(|t| t.allocation.clone());
-            let running = allocation.as_ref().is_some_and(|a| self.allocations.get(a).is_some_and(|a| !a.containers.is_empty()));
+            let running = allocation.as_ref().is_some_and(|a| self.is_started(a));
             match state {
                 ExperimentState::Active => {
                     if allocation.is_none() {
-                        self.store.update_trial_state_if(trial_id, &["STATE_PAUSED"], "STATE_ACTIVE", None).await?;
-                        self.request_allocation(trial_id).await?;
+                        self.set_trial_state_if(trial_id, TrialState::Paused, TrialState::Active).await?;
+                        self.request_trial_allocation(trial_id).await?;
                     }
                 }
                 ExperimentState::Paused | ExperimentState::StoppingCompleted | ExperimentState::StoppingError => {
@@ -301,12 +298,12 @@ impl Orchestrator {
                         self.preempt_allocation(allocation.as_deref().unwrap_or_default());
                     } else {
                         if let Some(a) = allocation {
-                            self.drop_queued_allocation(&a).await?;
+                            self.drop_queued_trial_allocation(trial_id, &a).await?;
                         }
                         if state == ExperimentState::Paused {
-                            self.store.update_trial_state_if(trial_id, &["STATE_ACTIVE"], "STATE_PAUSED", None).await?;
+                            self.set_trial_state_if(trial_id, TrialState::Active, TrialState::Paused).await?;
                         } else {
-                            self.end_trial(trial_id, "STATE_CANCELED").await?;
+                            self.end_trial(trial_id, TrialState::Canceled).await?;
                         }
                     }
                 }
@@ -316,13 +313,13 @@ impl Orchestrator {
                         self.preempt_allocation(&a);
                         self.handle.notify_after(
                             self.timing.cancel_grace,
-                            super::ClusterEvent::Timer(super::Timer::KillIfRunning { allocation_id: a }),
+                            crate::cluster::ClusterEvent::Timer(crate::cluster::Timer::KillIfRunning { allocation_id: a }),
                         );
                     } else {
                         if let Some(a) = allocation {
-                            self.drop_queued_allocation(&a).await?;
+                            self.drop_queued_trial_allocation(trial_id, &a).await?;
                         }
-                        self.end_trial(trial_id, "STATE_CANCELED").await?;
+                        self.end_trial(trial_id, TrialState::Canceled).await?;
                     }
                 }
                 ExperimentState::StoppingKilled => {
@@ -330,9 +327,9 @@ impl Orchestrator {
                         self.kill_allocation(allocation.as_deref().unwrap_or_default());
                     } else {
                         if let Some(a) = allocation {
-                            self.drop_queued_allocation(&a).await?;
+                            self.drop_queued_trial_allocation(trial_id, &a).await?;
                         }
-                        self.end_trial(trial_id, "STATE_CANCELED").await?;
+                        self.end_trial(trial_id, TrialState::Canceled).await?;
                     }
                 }
                 // Settled by the API with no running trial: whatever is left did not start.
@@ -342,9 +339,9 @@ impl Orchestrator {
                             self.kill_allocation(&a);
                             continue;
                         }
-                        self.drop_queued_allocation(&a).await?;
+                        self.drop_queued_trial_allocation(trial_id, &a).await?;
                     }
-                    self.end_trial(trial_id, "STATE_CANCELED").await?;
+                    self.end_trial(trial_id, TrialState::Canceled).await?;
                 }
             }
         }
@@ -352,7 +349,7 @@ impl Orchestrator {
     }
 
     /// Ends the experiment once nothing runs and nothing more will.
-    pub(super) async fn maybe_finish(&mut self, experiment_id: i32) -> LoopResult<()> {
+    pub(in crate::cluster) async fn maybe_finish(&mut self, experiment_id: i32) -> LoopResult<()> {
         let Some(exp) = self.experiments.get(&experiment_id) else { return Ok(()) };
         let live = exp.trials.values().any(|t| self.trials.contains_key(t));
         if live {
@@ -378,11 +375,11 @@ impl Orchestrator {
             }
             tracing::info!(experiment = experiment_id, state = %target, "experiment ended");
         }
-        self.collect_checkpoints(experiment_id, &config).await;
+        self.collect_checkpoints(experiment_id, &config);
         Ok(())
     }
 
-    pub(super) async fn validation_reported(
+    pub(in crate::cluster) async fn validation_reported(
         &mut self,
         trial_id: i32,
         trial_run_id: i32,
@@ -406,7 +403,7 @@ impl Orchestrator {
         self.apply_operations(experiment_id, ops).await
     }
 
-    pub(super) async fn progress_reported(&mut self, trial_id: i32, progress: f64) -> LoopResult<()> {
+    pub(in crate::cluster) async fn progress_reported(&mut self, trial_id: i32, progress: f64) -> LoopResult<()> {
         let Some(trial) = self.trials.get(&trial_id) else { return Ok(()) };
         let (experiment_id, request_id) = (trial.experiment_id, trial.request_id);
         if let Some(exp) = self.experiments.get_mut(&experiment_id) {
@@ -418,7 +415,7 @@ impl Orchestrator {
         Ok(())
     }
 
-    pub(super) fn early_exit(&mut self, trial_id: i32, reason: &str) -> LoopResult<()> {
+    pub(in crate::cluster) fn early_exit(&mut self, trial_id: i32, reason: &str) -> LoopResult<()> {
         if let Some(trial) = self.trials.get_mut(&trial_id) {
             tracing::info!(trial = trial_id, reason, "trial reported an early exit");
             trial.invalid_hp = reason.contains("INVALID_HP");
@@ -426,16 +423,16 @@ impl Orchestrator {
         Ok(())
     }
 
-    pub(super) async fn kill_trial(&mut self, trial_id: i32) -> LoopResult<()> {
+    pub(in crate::cluster) async fn kill_trial(&mut self, trial_id: i32) -> LoopResult<()> {
         let Some(trial) = self.trials.get_mut(&trial_id) else { return Ok(()) };
         trial.killed = true;
         match trial.allocation.clone() {
-            Some(a) if self.allocations.get(&a).is_some_and(|a| !a.containers.is_empty()) => self.kill_allocation(&a),
+            Some(a) if self.is_started(&a) => self.kill_allocation(&a),
             queued => {
                 if let Some(a) = queued {
-                    self.drop_queued_allocation(&a).await?;
+                    self.drop_queued_trial_allocation(trial_id, &a).await?;
                 }
-                let ops = self.end_trial(trial_id, "STATE_CANCELED").await?;
+                let ops = self.end_trial(trial_id, TrialState::Canceled).await?;
                 let experiment_id = self.experiment_of(trial_id).unwrap_or_default();
                 self.apply_operations(experiment_id, ops).await?;
             }
@@ -444,19 +441,19 @@ impl Orchestrator {
     }
 
     /// Records a trial's end and tells the searcher; returns the searcher's reaction.
-    pub(super) async fn end_trial(&mut self, trial_id: i32, state: &str) -> LoopResult<Vec<Operation>> {
+    pub(in crate::cluster) async fn end_trial(&mut self, trial_id: i32, state: TrialState) -> LoopResult<Vec<Operation>> {
         let Some(trial) = self.trials.remove(&trial_id) else { return Ok(Vec::new()) };
-        self.store.update_trial_state(trial_id, state, Some(db_now())).await?;
+        self.store.update_trial_state(trial_id, state.as_str(), Some(db_now())).await?;
         self.store.end_task(&trial.task_id, db_now()).await?;
         if let Some(config) = self.experiments.get(&trial.experiment_id).map(|e| e.config_json.clone()) {
-            self.collect_checkpoints(trial.experiment_id, &config).await;
+            self.collect_checkpoints(trial.experiment_id, &config);
         }
         let Some(exp) = self.experiments.get_mut(&trial.experiment_id) else { return Ok(Vec::new()) };
         // The searcher hears why a trial ended early, then (always) that it closed.
         let reason = match state {
-            "STATE_COMPLETED" if trial.invalid_hp => Some(ExitReason::InvalidHp),
-            "STATE_COMPLETED" => None,
-            "STATE_ERROR" => Some(ExitReason::Errored),
+            TrialState::Completed if trial.invalid_hp => Some(ExitReason::InvalidHp),
+            TrialState::Completed => None,
+            TrialState::Error => Some(ExitReason::Errored),
             _ => Some(ExitReason::UserCanceled),
         };
         let mut ops = match reason {
@@ -467,22 +464,16 @@ impl Orchestrator {
         Ok(ops)
     }
 
-    pub(super) fn experiment_of(&self, trial_id: i32) -> Option<i32> {
+    pub(in crate::cluster) fn experiment_of(&self, trial_id: i32) -> Option<i32> {
         self.experiments.values().find(|e| e.trials.values().any(|t| *t == trial_id)).map(|e| e.id)
     }
 
-    /// Applies the experiment's checkpoint GC policy. Failures are logged: GC is idempotent and
-    /// runs again the next time the experiment's checkpoints are collected.
-    pub(super) async fn collect_checkpoints(&self, experiment_id: i32, config: &Value) {
+    /// Applies the experiment's checkpoint GC policy, off the loop. Checkpoints live trials start
+    /// from (PBT warm starts) are kept.
+    pub(in crate::cluster) fn collect_checkpoints(&self, experiment_id: i32, config: &Value) {
         let protected: Vec<String> =
             self.trials.values().filter(|t| t.experiment_id == experiment_id).filter_map(|t| t.warm_start.clone()).collect();
-        match crate::services::checkpoint_gc::collect_experiment_checkpoints(self.store.as_ref(), experiment_id, config, &protected).await {
-            Ok(report) if !report.deleted.is_empty() => {
-                tracing::info!(experiment = experiment_id, deleted = report.deleted.len(), "checkpoint GC deleted checkpoints");
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(experiment = experiment_id, error = %e, "checkpoint GC failed"),
-        }
+        self.hooks.collect_checkpoints(experiment_id, config, protected);
     }
 }
 

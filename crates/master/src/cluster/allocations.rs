@@ -1,0 +1,193 @@
+//! Allocations, whatever their task's kind: queueing one with the resource manager, starting it
+//! where the scheduler placed it, following its processes, and ending it. What a start needs and
+//! what an end means is the kind's ([`AllocationOwner`]): the trial kind in `trial/`.
+
+use resolute_api::agent_protocol::TaskExitInfo;
+use resolute_store::{AllocationPatch, NewAllocation, db_now};
+
+use super::orchestrator::{LoopResult, Orchestrator};
+use super::rm::{Assignment, ResourceRequest, RmEvent};
+use crate::domain::AllocationState;
+
+/// The task an allocation runs for, which decides what its start and end mean.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum AllocationOwner {
+    Trial(i32),
+}
+
+pub(super) struct AllocationRun {
+    pub owner: AllocationOwner,
+    /// Processes started (0 while queued).
+    pub containers: usize,
+    pub preempted: bool,
+    pub acknowledged: bool,
+    /// Exits seen so far: `(container id, exit code, failure)`; the allocation ends when every
+    /// started process has exited.
+    pub exits: Vec<(String, Option<i32>, Option<String>)>,
+}
+
+impl AllocationRun {
+    /// Placed and started (not merely queued).
+    pub fn started(&self) -> bool {
+        self.containers > 0
+    }
+}
+
+/// How an allocation ended, for its kind to decide what that means.
+#[derive(Clone, Debug)]
+pub(super) struct AllocationEnd {
+    pub allocation_id: String,
+    pub succeeded: bool,
+    /// The first failure of a process that did not exit 0.
+    pub failure: Option<String>,
+    pub exit_code: Option<i32>,
+    /// The preemption signal was raised (pause, cancel, searcher stop, scheduler) or the task
+    /// acknowledged one.
+    pub preempted: bool,
+}
+
+impl Orchestrator {
+    /// Records a new allocation and queues it with the resource manager.
+    pub(super) async fn request_allocation(&mut self, owner: AllocationOwner, request: ResourceRequest) -> LoopResult<()> {
+        self.store
+            .create_allocation(NewAllocation {
+                allocation_id: request.allocation_id.clone(),
+                task_id: request.task_id.clone(),
+                state: AllocationState::Queued.as_str().into(),
+                slots: i32::try_from(request.slots).unwrap_or(i32::MAX),
+                resource_pool: request.pool.clone(),
+                agent_id: None,
+                start_time: db_now(),
+            })
+            .await?;
+        let id = request.allocation_id.clone();
+        self.rm.submit(request)?;
+        self.handle.signals().register(&id);
+        self.allocations.insert(id, AllocationRun { owner, containers: 0, preempted: false, acknowledged: false, exits: Vec::new() });
+        Ok(())
+    }
+
+    /// Whether the allocation's processes were started.
+    pub(super) fn is_started(&self, allocation_id: &str) -> bool {
+        self.allocations.get(allocation_id).is_some_and(AllocationRun::started)
+    }
+
+    /// Forgets an allocation that never started; returns its owner.
+    pub(super) async fn drop_queued_allocation(&mut self, allocation_id: &str) -> LoopResult<Option<AllocationOwner>> {
+        let Some(allocation) = self.allocations.remove(allocation_id) else { return Ok(None) };
+        self.rm.release(allocation_id);
+        self.handle.signals().remove(allocation_id);
+        let patch = AllocationPatch {
+            state: Some(AllocationState::Terminated.as_str().into()),
+            end_time: Some(db_now()),
+            exit_reason: Some("canceled before it started".into()),
+            ..Default::default()
+        };
+        self.store.update_allocation(allocation_id, &patch).await?;
+        Ok(Some(allocation.owner))
+    }
+
+    /// The scheduler placed the allocation: its kind builds one process per placement.
+    pub(super) async fn launch(&mut self, assignment: Assignment) -> LoopResult<()> {
+        let Some(owner) = self.allocations.get(&assignment.allocation_id).map(|a| a.owner.clone()) else {
+            // Ended while queued; the resource manager still held it.
+            self.rm.release(&assignment.allocation_id);
+            return Ok(());
+        };
+        let allocation_id = assignment.allocation_id.as_str();
+        let tasks = match owner {
+            AllocationOwner::Trial(trial_id) => self.trial_start_tasks(trial_id, allocation_id, &assignment.placements).await?,
+        };
+        let first_node = assignment.placements.first().map(|p| p.node.clone());
+        let count = tasks.len();
+        self.rm.start(allocation_id, tasks)?;
+        if let Some(a) = self.allocations.get_mut(allocation_id) {
+            a.containers = count;
+        }
+        let patch = AllocationPatch { state: Some(AllocationState::Starting.as_str().into()), agent_id: first_node, ..Default::default() };
+        self.store.update_allocation(allocation_id, &patch).await?;
+        tracing::info!(allocation = allocation_id, processes = count, "launched allocation");
+        Ok(())
+    }
+
+    /// The master could not start an assigned allocation: it ends as a failed run.
+    pub(super) async fn launch_failed(&mut self, allocation_id: &str, failure: String) {
+        self.rm.kill(allocation_id);
+        let exit = TaskExitInfo { exit_code: None, signal: None, failure: Some(failure) };
+        if let Some(a) = self.allocations.get_mut(allocation_id) {
+            // Whatever was sent is abandoned: the allocation ends on this one exit.
+            a.containers = 0;
+        }
+        if let Err(e) = self.container_exited(allocation_id, "", exit).await {
+            tracing::error!(allocation = allocation_id, error = %e, "cleaning up a failed allocation failed");
+        }
+    }
+
+    /// What the resource manager reports about an allocation's processes.
+    pub(super) async fn rm_event(&mut self, event: RmEvent) -> LoopResult<()> {
+        match event {
+            RmEvent::Running { allocation_id, .. } => {
+                if !self.allocations.contains_key(&allocation_id) {
+                    return Ok(());
+                }
+                let patch = AllocationPatch { state: Some(AllocationState::Running.as_str().into()), ..Default::default() };
+                self.store.update_allocation(&allocation_id, &patch).await?;
+                Ok(())
+            }
+            RmEvent::Ready { allocation_id, .. } => {
+                if !self.allocations.contains_key(&allocation_id) {
+                    return Ok(());
+                }
+                let patch = AllocationPatch { is_ready: Some(true), ..Default::default() };
+                self.store.update_allocation(&allocation_id, &patch).await?;
+                Ok(())
+            }
+            RmEvent::Exited { allocation_id, container_id, exit } => self.container_exited(&allocation_id, &container_id, exit).await,
+        }
+    }
+
+    /// A process ended; once all of the allocation's have, the allocation ends and its kind
+    /// decides what follows.
+    pub(super) async fn container_exited(&mut self, allocation_id: &str, container_id: &str, exit: TaskExitInfo) -> LoopResult<()> {
+        let Some(a) = self.allocations.get_mut(allocation_id) else { return Ok(()) };
+        a.exits.push((container_id.to_owned(), exit.exit_code, exit.failure.clone()));
+        if a.exits.len() < a.containers {
+            return Ok(());
+        }
+        let Some(allocation) = self.allocations.remove(allocation_id) else { return Ok(()) };
+        self.rm.release(allocation_id);
+        let preempted = allocation.preempted || allocation.acknowledged || self.handle.signals().is_preempted(allocation_id);
+        self.handle.signals().remove(allocation_id);
+        let failure = allocation.exits.iter().find_map(|(_, code, failure)| if *code == Some(0) { None } else { failure.clone() });
+        let succeeded = allocation.exits.iter().all(|(_, code, _)| *code == Some(0));
+        let exit_code = allocation.exits.iter().map(|(_, c, _)| *c).find(|c| *c != Some(0)).flatten().or(Some(0).filter(|_| succeeded));
+        let patch = AllocationPatch {
+            state: Some(AllocationState::Terminated.as_str().into()),
+            end_time: Some(db_now()),
+            exit_reason: failure.clone(),
+            exit_code,
+            ..Default::default()
+        };
+        self.store.update_allocation(allocation_id, &patch).await?;
+        self.store.delete_allocation_sessions(allocation_id).await?;
+        let end = AllocationEnd { allocation_id: allocation_id.to_owned(), succeeded, failure, exit_code, preempted };
+        match allocation.owner {
+            AllocationOwner::Trial(trial_id) => self.trial_allocation_ended(trial_id, end).await,
+        }
+    }
+
+    /// Raises the allocation's preemption signal: the task checkpoints (or winds down) and exits.
+    pub(super) fn preempt_allocation(&mut self, allocation_id: &str) {
+        if let Some(a) = self.allocations.get_mut(allocation_id) {
+            a.preempted = true;
+            self.handle.signals().preempt(allocation_id);
+        }
+    }
+
+    /// Stops every process of the allocation at once.
+    pub(super) fn kill_allocation(&mut self, allocation_id: &str) {
+        if self.allocations.contains_key(allocation_id) {
+            self.rm.kill(allocation_id);
+        }
+    }
+}

@@ -1,0 +1,445 @@
+//! The agent resource manager: agents that connect over `/agents`, one scheduler per resource
+//! pool, and the processes (containers) they run. It owns everything agent-shaped: connections,
+//! reconnect waits, reattachment, orphan kills, slots, and the view of them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use resolute_api::agent_protocol::{
+    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, MasterToAgent, StartTask, TaskExitInfo, TaskState,
+};
+use resolute_scheduler::{AgentSpec, AllocationRequest, DeviceType, LogicalTime, Scheduler, SchedulerConfig, SlotSpec};
+use tokio::sync::mpsc;
+
+use super::{Assignment, Decisions, Placement, ResourceManager, ResourceRequest, RmError, RmEvent, RmInput};
+use crate::cluster::view::{AgentView, ClusterView, ContainerView, SlotView};
+use crate::cluster::{ClusterEvent, ClusterHandle};
+use crate::domain::AllocationState;
+use crate::state::Identity;
+
+/// What the agents' websocket handler and the loop's timers tell this resource manager.
+#[derive(Debug)]
+pub enum AgentInput {
+    /// An agent's websocket opened; `outbox` reaches it until `Disconnected` with this `conn_id`.
+    Connected {
+        conn_id: u64,
+        query: AgentConnectQuery,
+        outbox: mpsc::UnboundedSender<MasterToAgent>,
+    },
+    /// A message from a connected agent (log batches are stored by the connection itself).
+    Message {
+        conn_id: u64,
+        agent_id: String,
+        message: AgentToMaster,
+    },
+    Disconnected {
+        conn_id: u64,
+        agent_id: String,
+    },
+    /// An agent that has not reconnected by now is forgotten and its processes are lost.
+    ReconnectExpired {
+        agent_id: String,
+        conn_id: u64,
+    },
+}
+
+struct AgentRun {
+    id: String,
+    conn_id: u64,
+    /// `None` while disconnected (waiting for a reconnect).
+    outbox: Option<mpsc::UnboundedSender<MasterToAgent>>,
+    resource_pool: String,
+    hostname: String,
+    version: String,
+    devices: Vec<AgentDevice>,
+    registered: DateTime<Utc>,
+    /// Registered with the scheduler (after `AgentStarted`).
+    started: bool,
+}
+
+/// One process of an allocation on an agent.
+struct ContainerRun {
+    allocation_id: String,
+    task_id: String,
+    agent_id: String,
+    slot_ids: Vec<u32>,
+    running: bool,
+}
+
+pub struct AgentResourceManager {
+    handle: ClusterHandle,
+    identity: Arc<Identity>,
+    agents: BTreeMap<String, AgentRun>,
+    pools: BTreeMap<String, Scheduler>,
+    /// By container id.
+    containers: HashMap<String, ContainerRun>,
+    /// Task ids of submitted allocations, for the view.
+    task_ids: HashMap<String, String>,
+    pool_of: HashMap<String, String>,
+    /// Logical time for the schedulers: one tick per submission or pass.
+    tick: u64,
+    reconnect_wait: Duration,
+}
+
+impl AgentResourceManager {
+    pub fn new(handle: ClusterHandle, identity: Arc<Identity>, reconnect_wait: Duration) -> Self {
+        AgentResourceManager {
+            handle,
+            identity,
+            agents: BTreeMap::new(),
+            pools: BTreeMap::new(),
+            containers: HashMap::new(),
+            task_ids: HashMap::new(),
+            pool_of: HashMap::new(),
+            tick: 0,
+            reconnect_wait,
+        }
+    }
+
+    fn pool(&mut self, name: &str) -> &mut Scheduler {
+        self.pools.entry(name.to_owned()).or_insert_with(|| Scheduler::new(name.to_owned(), SchedulerConfig::default()))
+    }
+
+    fn now(&mut self) -> LogicalTime {
+        self.tick += 1;
+        LogicalTime(self.tick)
+    }
+
+    fn send(&self, agent_id: &str, message: MasterToAgent) -> bool {
+        match self.agents.get(agent_id).and_then(|a| a.outbox.as_ref()) {
+            Some(outbox) => outbox.send(message).is_ok(),
+            None => false,
+        }
+    }
+
+    fn connected(&mut self, conn_id: u64, query: AgentConnectQuery, outbox: mpsc::UnboundedSender<MasterToAgent>) {
+        if let Some(existing) = self.agents.get(&query.id)
+            && existing.outbox.as_ref().is_some_and(|o| !o.is_closed())
+        {
+            tracing::warn!(agent = %query.id, "refusing a second connection for a connected agent id");
+            let _ = outbox.send(MasterToAgent::AgentShutdown {
+                err_msg: format!("an agent with id {:?} is already connected; give each agent a unique agent_id", query.id),
+            });
+            return;
+        }
+        let tasks_to_reattach: Vec<String> =
+            self.containers.iter().filter(|(_, c)| c.agent_id == query.id).map(|(id, _)| id.clone()).collect();
+        let _ = outbox.send(MasterToAgent::MasterSetAgentOptions(AgentOptions {
+            master_id: self.identity.master_id.clone(),
+            cluster_id: self.identity.cluster_id.clone(),
+            cluster_name: self.identity.cluster_name.clone(),
+            version: resolute_api::DETERMINED_VERSION.to_owned(),
+            tasks_to_reattach,
+        }));
+        let agent = self.agents.entry(query.id.clone()).or_insert_with(|| AgentRun {
+            id: query.id.clone(),
+            conn_id,
+            outbox: None,
+            resource_pool: query.resource_pool.clone(),
+            hostname: query.hostname.clone(),
+            version: query.version.clone(),
+            devices: Vec::new(),
+            registered: resolute_store::db_now(),
+            started: false,
+        });
+        agent.conn_id = conn_id;
+        agent.outbox = Some(outbox);
+        tracing::info!(agent = %query.id, reconnect = query.reconnect, "agent connected");
+    }
+
+    fn message(&mut self, conn_id: u64, agent_id: &str, message: AgentToMaster) -> Vec<RmEvent> {
+        if self.agents.get(agent_id).is_none_or(|a| a.conn_id != conn_id) {
+            return Vec::new(); // from a superseded connection
+        }
+        match message {
+            AgentToMaster::AgentStarted(started) => self.agent_started(agent_id, started),
+            AgentToMaster::TaskStateChanged(change) => match change.state {
+                TaskState::Terminated => {
+                    let exit = change.exit.unwrap_or(TaskExitInfo {
+                        exit_code: None,
+                        signal: None,
+                        failure: Some("the agent reported no exit status".to_owned()),
+                    });
+                    self.exited(&change.container_id, exit).into_iter().collect()
+                }
+                TaskState::Running => {
+                    let Some(c) = self.containers.get_mut(&change.container_id) else { return Vec::new() };
+                    c.running = true;
+                    vec![RmEvent::Running {
+                        allocation_id: c.allocation_id.clone(),
+                        container_id: change.container_id,
+                        ports: BTreeMap::new(),
+                    }]
+                }
+                _ => Vec::new(),
+            },
+            // Stored by the connection; nothing for the loop.
+            AgentToMaster::TaskLogs { .. } => Vec::new(),
+        }
+    }
+
+    /// A container ended: it no longer holds its slots here.
+    fn exited(&mut self, container_id: &str, exit: TaskExitInfo) -> Option<RmEvent> {
+        let c = self.containers.remove(container_id)?;
+        Some(RmEvent::Exited { allocation_id: c.allocation_id, container_id: container_id.to_owned(), exit })
+    }
+
+    fn agent_started(&mut self, agent_id: &str, started: AgentStarted) -> Vec<RmEvent> {
+        let Some(agent) = self.agents.get_mut(agent_id) else { return Vec::new() };
+        let was_started = agent.started;
+        agent.devices = started.devices.clone();
+        agent.version = started.version.clone();
+        if !started.hostname.is_empty() {
+            agent.hostname = started.hostname.clone();
+        }
+        agent.resource_pool = started.resource_pool.clone();
+        agent.started = true;
+        let pool = agent.resource_pool.clone();
+        if !was_started {
+            let spec = AgentSpec {
+                id: agent_id.into(),
+                resource_pool: pool.clone(),
+                label: String::new(),
+                slots: started.devices.iter().map(|d| SlotSpec { id: d.id, device: device_type(&d.device_type) }).collect(),
+            };
+            if let Err(e) = self.pool(&pool).add_agent(spec) {
+                tracing::error!(agent = %agent_id, error = %e, "cannot register the agent's slots");
+            }
+            tracing::info!(agent = %agent_id, pool = %pool, slots = started.devices.len(), "agent registered");
+        }
+        // Processes the agent still runs that no allocation here owns (a restarted master ended
+        // their allocations; a timed-out reconnect failed them) are orphans: their tokens are
+        // revoked and their reports refused, so they only hold slots. Kill them.
+        let orphans: Vec<String> =
+            started.tasks_reattached.iter().filter(|c| !self.containers.get(*c).is_some_and(|k| k.agent_id == agent_id)).cloned().collect();
+        for container_id in orphans {
+            tracing::warn!(agent = %agent_id, container = %container_id, "killing a process no allocation owns");
+            self.send(agent_id, MasterToAgent::KillTask { container_id });
+        }
+        // Containers the master expected there that the agent no longer has are lost.
+        if !was_started {
+            return Vec::new();
+        }
+        let kept = started.tasks_reattached;
+        let failure = format!("the process was lost when agent {agent_id} reconnected");
+        self.lose_containers(agent_id, |c| !kept.contains(c), &failure)
+    }
+
+    fn disconnected(&mut self, conn_id: u64, agent_id: &str) {
+        let Some(agent) = self.agents.get_mut(agent_id) else { return };
+        if agent.conn_id != conn_id {
+            return;
+        }
+        agent.outbox = None;
+        tracing::warn!(agent = %agent_id, wait = ?self.reconnect_wait, "agent disconnected; waiting for it to reconnect");
+        self.handle.notify_after(
+            self.reconnect_wait,
+            ClusterEvent::Rm(RmInput::Agent(AgentInput::ReconnectExpired { agent_id: agent_id.to_owned(), conn_id })),
+        );
+    }
+
+    fn reconnect_expired(&mut self, agent_id: &str, conn_id: u64) -> Vec<RmEvent> {
+        let Some(agent) = self.agents.get(agent_id) else { return Vec::new() };
+        if agent.conn_id != conn_id || agent.outbox.is_some() {
+            return Vec::new(); // it came back
+        }
+        let Some(agent) = self.agents.remove(agent_id) else { return Vec::new() };
+        tracing::warn!(agent = %agent_id, "agent did not reconnect; its tasks are lost");
+        if agent.started
+            && let Err(e) = self.pool(&agent.resource_pool).remove_agent(&agent_id.into())
+        {
+            tracing::error!(agent = %agent_id, error = %e, "cannot remove the agent from its pool");
+        }
+        self.lose_containers(agent_id, |_| true, &format!("agent {agent_id} was lost"))
+    }
+
+    /// Ends, as failed, the containers on `agent_id` that `lost` selects (by container id).
+    fn lose_containers(&mut self, agent_id: &str, lost: impl Fn(&String) -> bool, failure: &str) -> Vec<RmEvent> {
+        let doomed: Vec<String> =
+            self.containers.iter().filter(|(id, c)| c.agent_id == agent_id && lost(id)).map(|(id, _)| id.clone()).collect();
+        doomed
+            .into_iter()
+            .filter_map(|id| self.exited(&id, TaskExitInfo { exit_code: None, signal: None, failure: Some(failure.to_owned()) }))
+            .collect()
+    }
+}
+
+impl ResourceManager for AgentResourceManager {
+    fn submit(&mut self, r: ResourceRequest) -> Result<(), RmError> {
+        let now = self.now();
+        let request =
+            AllocationRequest::new(r.allocation_id.as_str(), r.task_id.as_str(), r.job_id.as_str(), r.pool.as_str(), r.slots, now)
+                .with_priority(r.priority)
+                .with_weight(r.weight)
+                .with_preemptible(r.preemptible);
+        self.pool(&r.pool).submit(request)?;
+        self.task_ids.insert(r.allocation_id.clone(), r.task_id);
+        self.pool_of.insert(r.allocation_id, r.pool);
+        Ok(())
+    }
+
+    fn unfulfillable(&self, pool: &str, slots: u32) -> Option<String> {
+        if slots == 0 {
+            return None;
+        }
+        let agents: Vec<&AgentRun> = self.agents.values().filter(|a| a.started && a.resource_pool == pool).collect();
+        // With no agent yet, the request waits for one rather than failing.
+        if agents.is_empty() {
+            return None;
+        }
+        let total: usize = agents.iter().map(|a| a.devices.len()).sum();
+        let largest = agents.iter().map(|a| a.devices.len()).max().unwrap_or(0);
+        (usize::try_from(slots).unwrap_or(usize::MAX) > total).then(|| {
+            format!(
+                "request unfulfillable: it needs {slots} slots but resource pool {pool:?} has {total} in all (largest agent has {largest})"
+            )
+        })
+    }
+
+    fn release(&mut self, allocation_id: &str) {
+        if let Some(pool) = self.pool_of.remove(allocation_id) {
+            let _ = self.pool(&pool).release(&allocation_id.into());
+        }
+        self.task_ids.remove(allocation_id);
+    }
+
+    fn schedule(&mut self) -> Decisions {
+        let now = self.now();
+        let mut out = Decisions::default();
+        let mut placed = Vec::new();
+        for scheduler in self.pools.values_mut() {
+            let decisions = scheduler.schedule(now);
+            placed.extend(decisions.assignments);
+            out.preemptions.extend(decisions.preemptions.into_iter().map(|a| a.as_str().to_owned()));
+        }
+        for assignment in placed {
+            let placements = assignment
+                .placements
+                .iter()
+                .map(|p| {
+                    let node = p.agent_id.as_str().to_owned();
+                    let device_type = self
+                        .agents
+                        .get(&node)
+                        .and_then(|a| p.slot_ids.first().and_then(|s| a.devices.iter().find(|d| d.id == *s)))
+                        .map_or("cpu", |d| d.device_type.as_str())
+                        .to_owned();
+                    Placement { node, slot_ids: p.slot_ids.clone(), device_type }
+                })
+                .collect();
+            out.assignments.push(Assignment { allocation_id: assignment.allocation_id.as_str().to_owned(), placements });
+        }
+        out
+    }
+
+    fn start(&mut self, allocation_id: &str, tasks: Vec<(Placement, StartTask)>) -> Result<(), RmError> {
+        for (placement, task) in tasks {
+            let container_id = task.container_id.clone();
+            let task_id = task.task_id.clone();
+            if !self.send(&placement.node, MasterToAgent::StartTask(Box::new(task))) {
+                return Err(RmError::Unavailable(format!("agent {} is not connected", placement.node)));
+            }
+            self.containers.insert(
+                container_id,
+                ContainerRun {
+                    allocation_id: allocation_id.to_owned(),
+                    task_id,
+                    agent_id: placement.node,
+                    slot_ids: placement.slot_ids,
+                    running: false,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn kill(&mut self, allocation_id: &str) {
+        let targets: Vec<(String, String)> = self
+            .containers
+            .iter()
+            .filter(|(_, c)| c.allocation_id == allocation_id)
+            .map(|(id, c)| (c.agent_id.clone(), id.clone()))
+            .collect();
+        for (agent_id, container_id) in targets {
+            self.send(&agent_id, MasterToAgent::KillTask { container_id });
+        }
+    }
+
+    fn handle(&mut self, input: RmInput) -> Vec<RmEvent> {
+        let RmInput::Agent(input) = input;
+        match input {
+            AgentInput::Connected { conn_id, query, outbox } => {
+                self.connected(conn_id, query, outbox);
+                Vec::new()
+            }
+            AgentInput::Message { conn_id, agent_id, message } => self.message(conn_id, &agent_id, message),
+            AgentInput::Disconnected { conn_id, agent_id } => {
+                self.disconnected(conn_id, &agent_id);
+                Vec::new()
+            }
+            AgentInput::ReconnectExpired { agent_id, conn_id } => self.reconnect_expired(&agent_id, conn_id),
+        }
+    }
+
+    fn view(&self) -> ClusterView {
+        let mut view = ClusterView::default();
+        for agent in self.agents.values().filter(|a| a.started) {
+            let slots = agent
+                .devices
+                .iter()
+                .map(|d| {
+                    let slot = SlotView {
+                        id: d.id,
+                        brand: d.brand.clone(),
+                        uuid: d.uuid.clone(),
+                        device_type: d.device_type.clone(),
+                        enabled: true,
+                        container: None,
+                    };
+                    (d.id, slot)
+                })
+                .collect();
+            view.agents.insert(
+                agent.id.clone(),
+                AgentView {
+                    id: agent.id.clone(),
+                    registered_time: agent.registered,
+                    resource_pool: agent.resource_pool.clone(),
+                    hostname: agent.hostname.clone(),
+                    version: agent.version.clone(),
+                    enabled: true,
+                    draining: false,
+                    slots,
+                },
+            );
+        }
+        for (container_id, c) in &self.containers {
+            let Some(agent) = view.agents.get_mut(&c.agent_id) else { continue };
+            let state = if c.running { AllocationState::Running } else { AllocationState::Starting };
+            let container = ContainerView {
+                id: container_id.clone(),
+                allocation_id: c.allocation_id.clone(),
+                task_id: c.task_id.clone(),
+                state: state.as_str().to_owned(),
+                agent_id: c.agent_id.clone(),
+                slot_ids: c.slot_ids.clone(),
+            };
+            for slot in &c.slot_ids {
+                if let Some(s) = agent.slots.get_mut(slot) {
+                    s.container = Some(container.clone());
+                }
+            }
+        }
+        view
+    }
+}
+
+fn device_type(name: &str) -> DeviceType {
+    match name {
+        "cuda" | "gpu" => DeviceType::Cuda,
+        "rocm" => DeviceType::Rocm,
+        _ => DeviceType::Cpu,
+    }
+}

@@ -1,0 +1,109 @@
+//! The resource-manager seam: how the loop gets processes run without knowing where.
+//!
+//! The loop submits a [`ResourceRequest`] per allocation, asks for a scheduling pass, starts the
+//! assigned allocations with one [`StartTask`] per [`Placement`], and signals or kills them; the
+//! resource manager reports back [`RmEvent`]s (running, exited — a lost process is an exit with a
+//! failure). Today's implementation is [`AgentResourceManager`] (agents over websockets, one
+//! scheduler per pool); Kubernetes and Slurm are the next ones, so nothing outside this module may
+//! assume agents. Its own inputs (agent connections, its timers) arrive as [`RmInput`].
+
+mod agents;
+
+use std::collections::BTreeMap;
+
+use resolute_api::agent_protocol::{StartTask, TaskExitInfo};
+
+pub use agents::{AgentInput, AgentResourceManager};
+
+use super::view::ClusterView;
+
+/// What an allocation asks for.
+#[derive(Clone, Debug)]
+pub struct ResourceRequest {
+    pub allocation_id: String,
+    pub task_id: String,
+    pub job_id: String,
+    pub pool: String,
+    /// 0 for an aux task (a command, TensorBoard or notebook with no slots).
+    pub slots: u32,
+    pub priority: u32,
+    pub weight: f64,
+    /// Whether the scheduler may preempt it (trials checkpoint; interactive tasks cannot).
+    pub preemptible: bool,
+}
+
+/// Where one process of an allocation runs: a node (an agent, later a pod or a Slurm node) and
+/// the slots it holds there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub node: String,
+    pub slot_ids: Vec<u32>,
+    /// `cpu`, `cuda` or `rocm`: the kind of the slots (for per-device environment variables).
+    pub device_type: String,
+}
+
+/// An allocation the scheduling pass placed.
+#[derive(Clone, Debug)]
+pub struct Assignment {
+    pub allocation_id: String,
+    pub placements: Vec<Placement>,
+}
+
+/// The outcome of a scheduling pass.
+#[derive(Debug, Default)]
+pub struct Decisions {
+    pub assignments: Vec<Assignment>,
+    /// Allocations to stop gracefully so others fit.
+    pub preemptions: Vec<String>,
+}
+
+/// Something the resource manager learned about an allocation's processes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RmEvent {
+    Running {
+        allocation_id: String,
+        container_id: String,
+        /// Where the process's ports can be reached (`host:port` by port name).
+        ports: BTreeMap<String, String>,
+    },
+    /// The process said it is ready (its readiness pattern appeared in its output).
+    Ready { allocation_id: String, container_id: String },
+    /// The process ended, or was lost (`exit.failure` says why).
+    Exited { allocation_id: String, container_id: String, exit: TaskExitInfo },
+}
+
+/// Inputs only a particular resource manager understands, routed to it by the loop.
+#[derive(Debug)]
+pub enum RmInput {
+    Agent(AgentInput),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RmError {
+    #[error("{0}")]
+    Scheduler(#[from] resolute_scheduler::SchedulerError),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// A resource manager, driven by the single writer loop (so `&mut self`, no locking).
+pub trait ResourceManager: Send + Sync {
+    /// Queues a request. A request that can never be satisfied by the resources this manager
+    /// knows of is still queued: [`ResourceManager::unfulfillable`] is the check to refuse one.
+    fn submit(&mut self, request: ResourceRequest) -> Result<(), RmError>;
+    /// Why a request of `slots` in `pool` can never be met, if it cannot (e.g. more slots than
+    /// the largest agent has).
+    fn unfulfillable(&self, pool: &str, slots: u32) -> Option<String>;
+    /// Forgets an allocation, queued or ended, and frees what it held.
+    fn release(&mut self, allocation_id: &str);
+    /// One scheduling pass over every pool.
+    fn schedule(&mut self) -> Decisions;
+    /// Starts an assigned allocation's processes, one per placement (`tasks` in placement order).
+    fn start(&mut self, allocation_id: &str, tasks: Vec<(Placement, StartTask)>) -> Result<(), RmError>;
+    /// Stops the allocation's processes at once.
+    fn kill(&mut self, allocation_id: &str);
+    /// Handles an input of its own and reports what it means for allocations.
+    fn handle(&mut self, input: RmInput) -> Vec<RmEvent>;
+    /// The cluster as the HTTP layer shows it.
+    fn view(&self) -> ClusterView;
+}

@@ -1,0 +1,13 @@
+//! The master's domain vocabulary: the lifecycle states of experiments, trials, allocations and
+//! checkpoints, and the kinds of task. Both `services` and `cluster` speak these types; the
+//! upstream `STATE_*` / `TASK_TYPE_*` strings appear only at the edges (store rows, wire types),
+//! through `as_str` and `parse`.
+
+pub mod experiment_state;
+pub mod search_config;
+mod states;
+mod task_type;
+
+pub use experiment_state::{ExperimentAction, ExperimentState};
+pub use states::{AllocationState, CheckpointState, TrialState};
+pub use task_type::TaskType;
