@@ -8,6 +8,10 @@ pub enum StoreError {
     NotFound { entity: &'static str, key: String },
     #[error("{entity} already exists: {key}")]
     Conflict { entity: &'static str, key: String },
+    /// A value the caller gave that no backend can store as given (e.g. text with a NUL byte,
+    /// which PostgreSQL refuses and SQLite would keep): refused the same way on both.
+    #[error("invalid {field}: {reason}")]
+    InvalidInput { field: &'static str, reason: &'static str },
     /// A driver or database failure. The message is generic on purpose: the source (which may
     /// contain SQL) is for logs only.
     #[error("database error")]
@@ -32,6 +36,14 @@ pub enum StoreError {
 impl StoreError {
     pub(crate) fn not_found(entity: &'static str, key: impl ToString) -> Self {
         StoreError::NotFound { entity, key: key.to_string() }
+    }
+
+    /// `InvalidInput` when `value` holds a NUL character: PostgreSQL cannot store one in text.
+    pub(crate) fn reject_nul(field: &'static str, value: &str) -> StoreResult<()> {
+        if value.contains('\0') {
+            return Err(StoreError::InvalidInput { field, reason: "contains a NUL character; remove it" });
+        }
+        Ok(())
     }
 
     /// Maps a unique-constraint violation to `Conflict`, anything else to `Backend`.

@@ -14,6 +14,7 @@ mod error;
 mod log_chunk;
 mod model;
 mod model_checkpoints;
+mod model_commands;
 mod model_experiments;
 mod model_logs;
 mod model_metrics;
@@ -30,6 +31,7 @@ pub use model::{
 pub use model_checkpoints::{
     CHECKPOINT_COMPLETED, CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, CheckpointSort, NewCheckpoint,
 };
+pub use model_commands::{CommandTaskFilter, CommandTaskRecord, NewCommandTask, NewTemplate, TemplateFilter, TemplateRecord};
 pub use model_experiments::{
     DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID, ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, ExperimentSort,
     NewExperiment, ProjectRecord,
@@ -205,6 +207,36 @@ pub trait Store: Send + Sync + 'static {
     async fn allocation_session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<AuthenticatedAllocation>>;
     /// Revokes every token of the allocation (when it ends); returns how many.
     async fn delete_allocation_sessions(&self, allocation_id: &str) -> StoreResult<u64>;
+
+    // ---- command tasks (commands, notebooks, shells, TensorBoards, generic tasks) ----
+    // Text with a NUL character is refused with `InvalidInput` (PostgreSQL cannot store it); a
+    // lookup by such a key is `NotFound`. `NotFound` names the entity "task".
+
+    /// Creates the `tasks` row and the command row in one transaction. `Conflict` when the task
+    /// id is taken (by any task), `NotFound` for a missing owner or workspace; nothing is written
+    /// on any failure.
+    async fn create_command_task(&self, task: NewCommandTask) -> StoreResult<CommandTaskRecord>;
+    /// `NotFound` for unknown ids and for tasks that are not command tasks (trials).
+    async fn command_task_by_id(&self, task_id: &str) -> StoreResult<CommandTaskRecord>;
+    /// The context archive as uploaded (empty when there was none).
+    async fn command_task_context(&self, task_id: &str) -> StoreResult<Vec<u8>>;
+    /// By start time, then task id.
+    async fn list_command_tasks(&self, filter: &CommandTaskFilter) -> StoreResult<Vec<CommandTaskRecord>>;
+    /// Sets the exit status and the `tasks` row's end time, in one transaction.
+    async fn end_command_task(&self, task_id: &str, exit_status: &str, end_time: DateTime<Utc>) -> StoreResult<()>;
+    async fn set_command_task_extra(&self, task_id: &str, extra: &Value) -> StoreResult<()>;
+    async fn set_command_task_priority(&self, task_id: &str, priority: i32) -> StoreResult<()>;
+
+    // ---- config templates ----
+
+    /// Creates the template or replaces the one with that name; `NotFound` for a missing workspace.
+    async fn put_template(&self, template: NewTemplate) -> StoreResult<TemplateRecord>;
+    /// `NotFound` names the template.
+    async fn template_by_name(&self, name: &str) -> StoreResult<TemplateRecord>;
+    /// The page by name (bytewise) and the total matching the filter.
+    async fn list_templates(&self, filter: &TemplateFilter) -> StoreResult<(Vec<TemplateRecord>, i64)>;
+    /// `NotFound` when there is no template of that name.
+    async fn delete_template(&self, name: &str) -> StoreResult<()>;
 }
 
 /// The current time at the precision both backends keep (microseconds), so a value written and

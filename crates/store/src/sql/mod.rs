@@ -7,6 +7,7 @@
 pub(crate) mod args;
 mod checkpoints;
 mod cluster;
+mod commands;
 mod experiments;
 mod lifecycle;
 mod log_group_commit;
@@ -20,6 +21,7 @@ mod summary_cache;
 mod task_logs;
 mod task_logs_legacy;
 mod tasks;
+mod templates;
 mod trials;
 mod users;
 mod workspaces;
@@ -46,6 +48,12 @@ pub(crate) fn parse_json(column: &'static str, text: &str) -> StoreResult<serde_
 /// `NotFound` unless an `UPDATE`/`DELETE` by primary key touched its row.
 pub(crate) fn expect_row(rows_affected: u64, entity: &'static str, key: impl ToString) -> StoreResult<()> {
     if rows_affected == 0 { Err(StoreError::not_found(entity, key)) } else { Ok(()) }
+}
+
+/// `NotFound` for a key holding a NUL character: no such row can exist (writes refuse NUL, see
+/// [`StoreError::reject_nul`]), and PostgreSQL would refuse the parameter with a driver error.
+pub(crate) fn findable(entity: &'static str, key: &str) -> StoreResult<()> {
+    if key.contains('\0') { Err(StoreError::not_found(entity, key.escape_default())) } else { Ok(()) }
 }
 
 /// Runs `$body` with `$pool` bound to the concrete pool, so one query text serves both backends.

@@ -13,6 +13,7 @@ use crate::error::StoreResult;
 use crate::log_chunk::NewLogChunk;
 use crate::model::{AuthenticatedSession, NewSession, NewUser, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord};
 use crate::model_checkpoints::{CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, NewCheckpoint};
+use crate::model_commands::{CommandTaskFilter, CommandTaskRecord, NewCommandTask, NewTemplate, TemplateFilter, TemplateRecord};
 use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment, ProjectRecord};
 use crate::model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport};
@@ -305,5 +306,49 @@ impl Store for SqlStore {
 
     async fn delete_allocation_sessions(&self, allocation_id: &str) -> StoreResult<u64> {
         self.delete_allocation_sessions_impl(allocation_id).await
+    }
+
+    async fn create_command_task(&self, task: NewCommandTask) -> StoreResult<CommandTaskRecord> {
+        self.create_command_task_impl(task).await
+    }
+
+    async fn command_task_by_id(&self, task_id: &str) -> StoreResult<CommandTaskRecord> {
+        self.command_task_by_id_impl(task_id).await
+    }
+
+    async fn command_task_context(&self, task_id: &str) -> StoreResult<Vec<u8>> {
+        self.command_task_context_impl(task_id).await
+    }
+
+    async fn list_command_tasks(&self, filter: &CommandTaskFilter) -> StoreResult<Vec<CommandTaskRecord>> {
+        self.list_command_tasks_impl(filter).await
+    }
+
+    async fn end_command_task(&self, task_id: &str, exit_status: &str, end_time: DateTime<Utc>) -> StoreResult<()> {
+        self.end_command_task_impl(task_id, exit_status, end_time).await
+    }
+
+    async fn set_command_task_extra(&self, task_id: &str, extra: &Value) -> StoreResult<()> {
+        self.set_command_task_extra_impl(task_id, extra).await
+    }
+
+    async fn set_command_task_priority(&self, task_id: &str, priority: i32) -> StoreResult<()> {
+        self.set_command_task_priority_impl(task_id, priority).await
+    }
+
+    async fn put_template(&self, template: NewTemplate) -> StoreResult<TemplateRecord> {
+        self.put_template_impl(template).await
+    }
+
+    async fn template_by_name(&self, name: &str) -> StoreResult<TemplateRecord> {
+        self.template_by_name_impl(name).await
+    }
+
+    async fn list_templates(&self, filter: &TemplateFilter) -> StoreResult<(Vec<TemplateRecord>, i64)> {
+        self.list_templates_impl(filter).await
+    }
+
+    async fn delete_template(&self, name: &str) -> StoreResult<()> {
+        self.delete_template_impl(name).await
     }
 }

@@ -5,6 +5,7 @@
 
 mod bench;
 mod checkpoints;
+mod commands;
 mod experiments;
 mod fixtures;
 mod harness;
@@ -16,6 +17,7 @@ mod metrics_current;
 mod pg_databases;
 mod sessions;
 mod tasks;
+mod templates;
 mod trials;
 mod users;
 
@@ -68,6 +70,16 @@ harness::conformance!(logs::concurrent_appends_keep_each_batch_whole_and_in_orde
 harness::conformance!(tasks::create_get_and_list);
 harness::conformance!(tasks::allocation_updates);
 harness::conformance!(tasks::allocation_token_lookup);
+harness::conformance!(commands::create_get_and_context);
+harness::conformance!(commands::list_filters);
+harness::conformance!(commands::end_closes_the_task);
+harness::conformance!(commands::failed_creates_leave_no_rows);
+harness::conformance!(commands::extra_and_priority_updates);
+harness::conformance!(commands::nul_text_is_refused_alike);
+harness::conformance!(templates::put_replaces_by_name);
+harness::conformance!(templates::list_filters_and_pages);
+harness::conformance!(templates::delete_removes);
+harness::conformance!(templates::nul_names_are_refused_alike);
 
 async fn cluster_id_is_stable(store: &dyn Store) {
     let first = store.cluster_id().await.unwrap();
