@@ -32,6 +32,7 @@ mod resources;
 mod searcher;
 mod sections;
 mod storage;
+mod task_config;
 mod validate;
 mod yaml;
 
@@ -51,5 +52,6 @@ pub use searcher::{
 };
 pub use sections::{Optimizations, Profiling, Reproducibility, RetentionPolicy};
 pub use storage::{CheckpointStorage, StorageBackend};
+pub use task_config::{TaskConfig, TaskEntrypoint, parse_task_config};
 pub use validate::{Parsed, check_fragment, parse_experiment_config, validate_experiment_config};
 pub use yaml::yaml_to_json;

@@ -54,6 +54,7 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::NotFound { .. } => ApiError::not_found(err.to_string()),
             StoreError::Conflict { .. } => ApiError::new(ErrorCode::AlreadyExists, err.to_string()),
+            StoreError::InvalidInput { .. } => ApiError::new(ErrorCode::InvalidArgument, err.to_string()),
             StoreError::Backend(_)
             | StoreError::Migration(_)
             | StoreError::Sqlite(_)

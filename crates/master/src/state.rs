@@ -6,7 +6,7 @@ use resolute_store::Store;
 
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
-use crate::services::{AuthService, ExperimentService, SessionCache, TaskLogService, TaskService, TrialRuntimeService, UserService};
+use crate::services::{AuthService, CommandService, ExperimentService, SessionCache, TaskLogService, TaskService, TrialRuntimeService, UserService};
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
 #[derive(Clone, Debug)]
@@ -40,6 +40,8 @@ pub struct AppServices {
     /// Log streams; `task_logs.notify_new_lines()` wakes followers after logs are stored.
     pub task_logs: TaskLogService,
     pub tasks: TaskService,
+    /// Commands, notebooks, shells, TensorBoards and generic tasks.
+    pub commands: CommandService,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
@@ -60,6 +62,7 @@ impl AppState {
             runtime: TrialRuntimeService::new(store.clone(), cluster.clone()),
             task_logs: TaskLogService::new(store.clone()),
             tasks: TaskService::new(store.clone(), cluster.clone()),
+            commands: CommandService::new(store.clone(), cluster.clone()),
             cluster,
             store,
             config: Arc::new(config),

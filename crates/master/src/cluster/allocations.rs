@@ -13,6 +13,8 @@ use crate::domain::AllocationState;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum AllocationOwner {
     Trial(i32),
+    /// A command, notebook, shell, TensorBoard or generic task, by task id.
+    Task(String),
 }
 
 pub(super) struct AllocationRun {
@@ -97,6 +99,7 @@ impl Orchestrator {
         let allocation_id = assignment.allocation_id.as_str();
         let tasks = match owner {
             AllocationOwner::Trial(trial_id) => self.trial_start_tasks(trial_id, allocation_id, &assignment.placements).await?,
+            AllocationOwner::Task(task_id) => self.command_start_tasks(&task_id, allocation_id, &assignment.placements).await?,
         };
         let first_node = assignment.placements.first().map(|p| p.node.clone());
         let count = tasks.len();
@@ -173,6 +176,7 @@ impl Orchestrator {
         let end = AllocationEnd { allocation_id: allocation_id.to_owned(), succeeded, failure, exit_code, preempted };
         match allocation.owner {
             AllocationOwner::Trial(trial_id) => self.trial_allocation_ended(trial_id, end).await,
+            AllocationOwner::Task(task_id) => self.command_allocation_ended(&task_id, end).await,
         }
     }
 

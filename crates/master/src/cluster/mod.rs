@@ -11,6 +11,7 @@
 //! decides. Preemption signals are the one thing handlers read directly ([`PreemptionSignals`]).
 
 mod allocations;
+mod command;
 mod hooks;
 mod orchestrator;
 pub mod rm;
@@ -52,6 +53,10 @@ pub enum ClusterEvent {
     PreemptionRequested { allocation_id: String },
     /// `POST /api/v1/trials/{id}/kill`.
     KillTrial { trial_id: i32 },
+    /// A command, notebook, shell, TensorBoard or generic task was stored: queue it.
+    TaskCreated { task_id: String },
+    /// A user killed such a task.
+    KillTask { task_id: String },
     /// For the resource manager (agents connecting, reporting, leaving; its own timers).
     Rm(RmInput),
     /// Timers the loop set for itself.

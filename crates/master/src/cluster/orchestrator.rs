@@ -9,6 +9,7 @@ use resolute_store::Store;
 use tokio::sync::mpsc;
 
 use super::allocations::AllocationRun;
+use super::command::CommandRun;
 use super::hooks::LoopHooks;
 use super::rm::{AgentResourceManager, ResourceManager};
 use super::trial::runs::{ExperimentRun, TrialRun};
@@ -41,6 +42,8 @@ pub struct Orchestrator {
     /// The trial kind's state.
     pub(super) experiments: HashMap<i32, ExperimentRun>,
     pub(super) trials: HashMap<i32, TrialRun>,
+    /// The command kind's state (commands, notebooks, shells, TensorBoards, generic tasks).
+    pub(super) commands: HashMap<String, CommandRun>,
     pub(super) timing: Timing,
 }
 
@@ -71,6 +74,7 @@ impl Orchestrator {
             allocations: HashMap::new(),
             experiments: HashMap::new(),
             trials: HashMap::new(),
+            commands: HashMap::new(),
             timing,
         }
     }
@@ -104,6 +108,8 @@ impl Orchestrator {
                 Ok(())
             }
             ClusterEvent::KillTrial { trial_id } => self.kill_trial(trial_id).await,
+            ClusterEvent::TaskCreated { task_id } => self.task_created(&task_id).await,
+            ClusterEvent::KillTask { task_id } => self.kill_task(&task_id).await,
             ClusterEvent::Rm(input) => {
                 let mut result = Ok(());
                 for event in self.rm.handle(input) {
@@ -160,6 +166,9 @@ pub async fn start_loop(
     let mut orchestrator = Orchestrator::new(store, handle, identity, hooks, Timing::default());
     if let Err(e) = orchestrator.recover().await {
         tracing::error!(error = %e, "recovering experiments after start failed");
+    }
+    if let Err(e) = orchestrator.recover_commands().await {
+        tracing::error!(error = %e, "ending the previous master's tasks failed");
     }
     orchestrator.run(events)
 }

@@ -4,6 +4,7 @@ mod agent_logs;
 mod agents;
 mod auth;
 mod checkpoint_download;
+mod commands;
 mod experiment_items;
 mod experiment_wire;
 mod experiments;
@@ -111,6 +112,19 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/trials/{id}/logs/fields", get(logs::trial_logs_fields))
         .route("/api/v1/trials/{id}/workloads", get(workloads::list))
         .route("/api/v1/tasks", get(tasks::list))
+        .route("/api/v1/commands", get(commands::list_commands).post(commands::launch_command))
+        .route("/api/v1/commands/{id}", get(commands::get_command))
+        .route("/api/v1/commands/{id}/kill", post(commands::kill_command))
+        .route("/api/v1/commands/{id}/set_priority", post(commands::set_command_priority))
+        .route("/api/v1/notebooks", get(commands::list_notebooks))
+        .route("/api/v1/notebooks/{id}", get(commands::get_notebook))
+        .route("/api/v1/notebooks/{id}/kill", post(commands::kill_notebook))
+        .route("/api/v1/shells", get(commands::list_shells))
+        .route("/api/v1/shells/{id}", get(commands::get_shell))
+        .route("/api/v1/shells/{id}/kill", post(commands::kill_shell))
+        .route("/api/v1/tensorboards", get(commands::list_tensorboards))
+        .route("/api/v1/tensorboards/{id}", get(commands::get_tensorboard))
+        .route("/api/v1/tensorboards/{id}/kill", post(commands::kill_tensorboard))
         .route("/api/v1/tasks/count", get(tasks::count))
         .route("/api/v1/tasks/{id}", get(tasks::get))
         .route("/api/v1/tasks/{id}/logs", get(logs::task_logs))

@@ -6,15 +6,17 @@ use std::sync::Arc;
 use resolute_store::Store;
 use serde_json::Value;
 
+use super::TaskLogService;
 use crate::cluster::LoopHooks;
 
 pub struct ServiceHooks {
     store: Arc<dyn Store>,
+    task_logs: TaskLogService,
 }
 
 impl ServiceHooks {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        ServiceHooks { store }
+    pub fn new(store: Arc<dyn Store>, task_logs: TaskLogService) -> Self {
+        ServiceHooks { store, task_logs }
     }
 }
 
@@ -31,5 +33,9 @@ impl LoopHooks for ServiceHooks {
                 Err(e) => tracing::warn!(experiment = experiment_id, error = %e, "checkpoint GC failed"),
             }
         });
+    }
+
+    fn task_ended(&self, _task_id: &str) {
+        self.task_logs.notify_new_lines();
     }
 }

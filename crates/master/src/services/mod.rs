@@ -1,6 +1,7 @@
 //! Business rules, independent of HTTP: handlers parse and render, services decide.
 
 mod auth;
+mod commands;
 pub mod checkpoint_gc;
 pub mod checkpoint_storage;
 mod experiment_changes;
@@ -24,6 +25,7 @@ mod workloads;
 
 pub use crate::auth::allocation_tokens::{AllocationPrincipal, authenticate_allocation_token};
 pub use auth::{AuthService, Principal};
+pub use commands::{CommandService, CommandView, LaunchTask};
 pub use experiment_changes::ExperimentChanges;
 pub use experiment_items::{CheckpointListQuery, CheckpointView, TrialListQuery, TrialView};
 pub use experiments::{CreatedExperiment, ExperimentListQuery, ExperimentService, ExperimentView, ListPage, NewExperimentRequest};

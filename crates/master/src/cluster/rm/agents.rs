@@ -280,24 +280,6 @@ impl ResourceManager for AgentResourceManager {
         Ok(())
     }
 
-    fn unfulfillable(&self, pool: &str, slots: u32) -> Option<String> {
-        if slots == 0 {
-            return None;
-        }
-        let agents: Vec<&AgentRun> = self.agents.values().filter(|a| a.started && a.resource_pool == pool).collect();
-        // With no agent yet, the request waits for one rather than failing.
-        if agents.is_empty() {
-            return None;
-        }
-        let total: usize = agents.iter().map(|a| a.devices.len()).sum();
-        let largest = agents.iter().map(|a| a.devices.len()).max().unwrap_or(0);
-        (usize::try_from(slots).unwrap_or(usize::MAX) > total).then(|| {
-            format!(
-                "request unfulfillable: it needs {slots} slots but resource pool {pool:?} has {total} in all (largest agent has {largest})"
-            )
-        })
-    }
-
     fn release(&mut self, allocation_id: &str) {
         if let Some(pool) = self.pool_of.remove(allocation_id) {
             let _ = self.pool(&pool).release(&allocation_id.into());

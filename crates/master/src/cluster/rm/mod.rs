@@ -88,12 +88,8 @@ pub enum RmError {
 
 /// A resource manager, driven by the single writer loop (so `&mut self`, no locking).
 pub trait ResourceManager: Send + Sync {
-    /// Queues a request. A request that can never be satisfied by the resources this manager
-    /// knows of is still queued: [`ResourceManager::unfulfillable`] is the check to refuse one.
+    /// Queues a request.
     fn submit(&mut self, request: ResourceRequest) -> Result<(), RmError>;
-    /// Why a request of `slots` in `pool` can never be met, if it cannot (e.g. more slots than
-    /// the largest agent has).
-    fn unfulfillable(&self, pool: &str, slots: u32) -> Option<String>;
     /// Forgets an allocation, queued or ended, and frees what it held.
     fn release(&mut self, allocation_id: &str);
     /// One scheduling pass over every pool.

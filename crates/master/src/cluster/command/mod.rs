@@ -1,0 +1,22 @@
+//! The command kind: commands, notebooks, shells, TensorBoards and generic tasks — one process per
+//! placement, started from the task's stored config and context (`command_env`), ended by its own
+//! exit or a kill (`command_flow`). What differs between the kinds is in the config the service
+//! stored (entrypoint, ports, readiness pattern); the loop treats them alike.
+
+mod command_env;
+mod command_flow;
+
+use resolute_expconf::TaskConfig;
+
+use crate::domain::TaskType;
+
+/// What the loop keeps about a running command-like task.
+pub(in crate::cluster) struct CommandRun {
+    pub task_type: TaskType,
+    pub config: TaskConfig,
+    pub owner: String,
+    /// The current allocation (queued or running).
+    pub allocation: Option<String>,
+    /// A user killed it.
+    pub killed: bool,
+}

@@ -1,0 +1,224 @@
+//! Commands, notebooks, shells, TensorBoards and generic tasks as users see them: launch (config,
+//! template, context upload), list, describe, kill and priority. The service stores the task and
+//! notifies the loop, which runs it (`cluster/command`).
+
+use std::sync::Arc;
+
+use resolute_expconf::{TaskConfig, merge_under, parse_task_config};
+use resolute_store::{AllocationRecord, CommandTaskFilter, CommandTaskRecord, NewCommandTask, Store, StoreError, db_now};
+use serde_json::{Value, json};
+
+use super::Principal;
+use super::model_def::{ContextFile, build_archive};
+use crate::cluster::{ClusterEvent, ClusterHandle, ClusterView, DEFAULT_POOL};
+use crate::domain::{AllocationState, TaskType};
+use crate::error::{ApiError, ApiResult};
+
+/// A launch after parsing.
+#[derive(Clone, Debug)]
+pub struct LaunchTask {
+    pub kind: TaskType,
+    pub config: Value,
+    pub template_name: Option<String>,
+    pub files: Vec<ContextFile>,
+    pub workspace_id: Option<i32>,
+    /// Kind-specific facts kept with the task (a TensorBoard's experiments, a shell's keys).
+    pub extra: Value,
+}
+
+/// A task with its latest allocation, for rendering.
+#[derive(Clone, Debug)]
+pub struct CommandView {
+    pub record: CommandTaskRecord,
+    pub allocation: Option<AllocationRecord>,
+    /// Where its containers run (from the cluster view), with their state.
+    pub containers: Vec<crate::cluster::ContainerView>,
+    pub state: AllocationState,
+    pub resource_pool: String,
+}
+
+#[derive(Clone)]
+pub struct CommandService {
+    store: Arc<dyn Store>,
+    cluster: ClusterHandle,
+}
+
+impl CommandService {
+    pub fn new(store: Arc<dyn Store>, cluster: ClusterHandle) -> Self {
+        CommandService { store, cluster }
+    }
+
+    pub async fn launch(&self, caller: &Principal, req: LaunchTask) -> ApiResult<CommandView> {
+        let task_id = uuid::Uuid::new_v4().to_string();
+        let mut config = match req.config {
+            Value::Null => json!({}),
+            Value::Object(_) => req.config,
+            other => return Err(ApiError::invalid(format!("config must be an object, found {other}"))),
+        };
+        if let Some(name) = req.template_name.as_deref().filter(|n| !n.is_empty()) {
+            let template = match self.store.template_by_name(name).await {
+                Ok(t) => t,
+                Err(StoreError::NotFound { .. }) => return Err(ApiError::not_found(format!("template {name:?} not found"))),
+                Err(e) => return Err(e.into()),
+            };
+            merge_under(&mut config, &template.config);
+        }
+        let parsed = parse_kind_config(req.kind, &config, &task_id)?;
+        if let Some(why) = unfulfillable(&self.cluster.view(), &parsed) {
+            return Err(ApiError::new(resolute_api::error::ErrorCode::FailedPrecondition, why));
+        }
+        let files = req.files;
+        let context = if files.is_empty() {
+            Vec::new()
+        } else {
+            tokio::task::spawn_blocking(move || build_archive(&files)).await.map_err(|_| ApiError::internal())??
+        };
+        let record = self
+            .store
+            .create_command_task(NewCommandTask {
+                task_id: task_id.clone(),
+                task_type: req.kind.as_str().to_owned(),
+                job_id: uuid::Uuid::new_v4().to_string(),
+                owner_id: caller.user.id,
+                workspace_id: req.workspace_id.filter(|w| *w > 0).unwrap_or(1),
+                description: parsed.description.clone(),
+                config: parsed.json.clone(),
+                context,
+                extra: req.extra,
+                start_time: db_now(),
+            })
+            .await?;
+        tracing::info!(task = %task_id, kind = %req.kind, by = %caller.user.username, "task launched");
+        self.cluster.notify(ClusterEvent::TaskCreated { task_id: task_id.clone() });
+        Ok(self.view(record, &parsed).await?)
+    }
+
+    /// The kind's tasks; `usernames` empty means everyone's.
+    pub async fn list(&self, kind: TaskType, usernames: &[String], workspace_id: Option<i32>) -> ApiResult<Vec<CommandView>> {
+        let mut owner_ids = Vec::new();
+        for name in usernames {
+            match self.store.user_by_name(name).await {
+                Ok(u) => owner_ids.push(u.id),
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if !usernames.is_empty() && owner_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter = CommandTaskFilter { task_types: vec![kind.as_str().to_owned()], owner_ids, workspace_id, open_only: false };
+        let mut out = Vec::new();
+        for record in self.store.list_command_tasks(&filter).await? {
+            let parsed = stored_config(&record);
+            out.push(self.view(record, &parsed).await?);
+        }
+        Ok(out)
+    }
+
+    /// 404 for an unknown id or a task of another kind.
+    pub async fn get(&self, kind: TaskType, task_id: &str) -> ApiResult<CommandView> {
+        let record = self.record(kind, task_id).await?;
+        let parsed = stored_config(&record);
+        self.view(record, &parsed).await
+    }
+
+    /// The owner or an admin kills a task; killing an ended one is a no-op.
+    pub async fn kill(&self, caller: &Principal, kind: TaskType, task_id: &str) -> ApiResult<CommandView> {
+        let record = self.record(kind, task_id).await?;
+        check_owner(caller, &record, "kill")?;
+        if record.end_time.is_none() {
+            self.cluster.notify(ClusterEvent::KillTask { task_id: task_id.to_owned() });
+        }
+        let parsed = stored_config(&record);
+        self.view(record, &parsed).await
+    }
+
+    pub async fn set_priority(&self, caller: &Principal, kind: TaskType, task_id: &str, priority: i32) -> ApiResult<CommandView> {
+        if !(1..=99).contains(&priority) {
+            return Err(ApiError::invalid(format!("priority must be from 1 (highest) to 99, got {priority}")));
+        }
+        let record = self.record(kind, task_id).await?;
+        check_owner(caller, &record, "change the priority of")?;
+        self.store.set_command_task_priority(task_id, priority).await?;
+        self.get(kind, task_id).await
+    }
+
+    async fn record(&self, kind: TaskType, task_id: &str) -> ApiResult<CommandTaskRecord> {
+        let not_found = || ApiError::not_found(format!("{} {task_id} not found", kind.display_name().to_lowercase()));
+        match self.store.command_task_by_id(task_id).await {
+            Ok(r) if r.task_type == kind.as_str() => Ok(r),
+            Ok(_) | Err(StoreError::NotFound { .. }) => Err(not_found()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn view(&self, record: CommandTaskRecord, config: &TaskConfig) -> ApiResult<CommandView> {
+        let task = self.store.task_by_id(&record.task_id).await?;
+        let allocation = task.allocations.into_iter().last();
+        let state = if record.end_time.is_some() {
+            AllocationState::Terminated
+        } else {
+            allocation.as_ref().and_then(|a| AllocationState::parse(&a.state)).unwrap_or(AllocationState::Queued)
+        };
+        let containers = allocation.as_ref().map(|a| self.cluster.view().containers_of(&a.allocation_id)).unwrap_or_default();
+        let resource_pool = if config.resource_pool.is_empty() { DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
+        Ok(CommandView { record, allocation, containers, state, resource_pool })
+    }
+}
+
+fn check_owner(caller: &Principal, record: &CommandTaskRecord, verb: &str) -> ApiResult<()> {
+    if caller.user.admin || caller.user.id == record.owner_id {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(format!("only the owner of task {} or an admin may {verb} it", record.task_id)))
+}
+
+/// The kind's defaults and validation; a bad config is a 400 naming every field.
+pub fn parse_kind_config(kind: TaskType, config: &Value, task_id: &str) -> ApiResult<TaskConfig> {
+    let short = task_id.get(..8).unwrap_or(task_id);
+    let description = format!("{} ({short})", kind.display_name());
+    let default_slots = match kind {
+        TaskType::Tensorboard | TaskType::CheckpointGc => 0,
+        _ => 1,
+    };
+    let needs_entrypoint = matches!(kind, TaskType::Command | TaskType::Generic);
+    parse_task_config(config, default_slots, &description, needs_entrypoint).map_err(|errors| {
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        ApiError::invalid(format!("invalid {} config: {}", kind.display_name().to_lowercase(), text.join("; ")))
+    })
+}
+
+/// A stored config, as the loop reads it; stored configs were validated at launch.
+fn stored_config(record: &CommandTaskRecord) -> TaskConfig {
+    parse_task_config(&record.config, 0, &record.description, false).unwrap_or_else(|_| TaskConfig {
+        json: record.config.clone(),
+        entrypoint: None,
+        description: record.description.clone(),
+        slots: 0,
+        resource_pool: String::new(),
+        priority: None,
+        weight: 1.0,
+        environment_variables: Default::default(),
+        python: None,
+        idle_timeout_seconds: None,
+    })
+}
+
+/// Why a request can never be met by the agents in its pool ("request unfulfillable"), if so.
+fn unfulfillable(view: &ClusterView, config: &TaskConfig) -> Option<String> {
+    if config.slots == 0 {
+        return None;
+    }
+    let pool = if config.resource_pool.is_empty() { DEFAULT_POOL } else { config.resource_pool.as_str() };
+    let sizes: Vec<usize> = view.agents.values().filter(|a| a.resource_pool == pool).map(|a| a.slots.len()).collect();
+    // No agent yet: the task waits for one rather than failing.
+    let largest = *sizes.iter().max()?;
+    let total: usize = sizes.iter().sum();
+    let slots = config.slots as usize;
+    (slots > total).then(|| {
+        format!(
+            "request unfulfillable: the task needs {slots} slots but resource pool {pool:?} has {total} in all across {} agent(s) (the largest has {largest})",
+            sizes.len()
+        )
+    })
+}
