@@ -76,6 +76,8 @@ impl Orchestrator {
             },
             // Stored by the connection; nothing for the loop.
             AgentToMaster::TaskLogs { .. } => Ok(()),
+            // Trials set no ready_pattern; nothing acts on readiness yet.
+            AgentToMaster::TaskReady { .. } => Ok(()),
         }
     }
 
