@@ -11,7 +11,7 @@
 //! `StartContainer`, `signal`/`terminate`/`kill` on `SignalContainer`, events out as
 //! `ContainerLog`/`ContainerStateChanged`, `remove` once the master has the exit.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, watch};
 use crate::config::{AgentConfig, ConfigError};
 use crate::events::{RuntimeEvent, StdType, TaskExit};
 use crate::logs::{CaptureProgress, LogOverflow, LogSource, capture};
+use crate::ports::{PortError, PortReservation};
 use crate::spec::{
     DEFAULT_INHERITED_ENV, LaunchContext, STARTUP_HOOK, SpecError, TaskSpec, command_line, environment, inherited_env, resolve_python,
 };
@@ -77,6 +78,8 @@ pub enum RuntimeError {
     Spec(#[from] SpecError),
     #[error(transparent)]
     WorkDir(#[from] WorkDirError),
+    #[error(transparent)]
+    Ports(#[from] PortError),
     #[error("container id {0:?} is empty or already in use on this agent")]
     ContainerIdInUse(String),
     #[error("cannot start {program:?}: {source}")]
@@ -104,6 +107,8 @@ pub struct TaskInfo {
     /// Pid of the main process, which is also the process group id.
     pub pid: u32,
     pub work_dir: PathBuf,
+    /// The host ports chosen for the spec's `port_env`, by variable name.
+    pub ports: BTreeMap<String, u16>,
 }
 
 /// A task and how it ended, if it has.
@@ -174,8 +179,9 @@ impl Runtime {
         &self.inner.options
     }
 
-    /// Prepares the work dir and spawns the task. Returns once the process runs; its exit is
-    /// reported by [`TaskHandle::wait`] and as [`RuntimeEvent::Exited`].
+    /// Prepares the work dir (archive, then files), picks the host ports of the spec's `port_env`
+    /// and spawns the task with them in its environment. Returns once the process runs; its exit
+    /// is reported by [`TaskHandle::wait`] and as [`RuntimeEvent::Exited`].
     pub async fn start(&self, mut spec: TaskSpec) -> Result<TaskHandle, RuntimeError> {
         let options = &self.inner.options;
         let work_dir = task_work_dir(&options.work_root, &spec.task_id, &spec.allocation_id)?;
@@ -187,15 +193,20 @@ impl Runtime {
         let path_var = spec.env.get("PATH").or_else(|| inherited.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v)).cloned();
         let python = resolve_python(spec.python.as_deref().unwrap_or(&options.python), path_var.as_deref().map(std::ffi::OsStr::new))?;
         let context = LaunchContext { agent_id: &options.agent_id, container_id: &container_id, python: &python, inherited };
-        let env = environment(&spec, &context)?;
+        let mut env = environment(&spec, &context)?;
+        let ports = PortReservation::reserve(&spec.port_env)?;
 
         let archive = spec.work_dir_archive.take();
+        let files = std::mem::take(&mut spec.files);
         let dir = work_dir.clone();
-        tokio::task::spawn_blocking(move || prepare_work_dir(&dir, archive.as_deref()))
+        tokio::task::spawn_blocking(move || prepare_work_dir(&dir, archive.as_deref(), &files))
             .await
             .map_err(|e| RuntimeError::Interrupted(e.to_string()))??;
 
-        let spawned = self.spawn(&spec, &container_id, &work_dir, &env);
+        // Released only now, so that nothing else on the host takes them while the work dir is filled.
+        let ports = ports.release();
+        env.extend(ports.iter().map(|(name, port)| (name.clone(), port.to_string())));
+        let spawned = self.spawn(&spec, &container_id, &work_dir, &env, ports);
         let (task, child, started) = match spawned {
             Ok(spawned) => spawned,
             Err(e) => {
@@ -220,7 +231,8 @@ impl Runtime {
         spec: &TaskSpec,
         container_id: &str,
         work_dir: &std::path::Path,
-        env: &std::collections::BTreeMap<String, String>,
+        env: &BTreeMap<String, String>,
+        ports: BTreeMap<String, u16>,
     ) -> Result<(Arc<Task>, SpawnedChild, Instant), RuntimeError> {
         let argv = command_line(&spec.entrypoint, work_dir.join(STARTUP_HOOK).is_file())?;
         let Some((program, args)) = argv.split_first() else { return Err(SpecError::EmptyEntrypoint.into()) };
@@ -249,6 +261,7 @@ impl Runtime {
             container_id: container_id.to_string(),
             pid,
             work_dir: work_dir.to_path_buf(),
+            ports,
         };
         let task = Arc::new(Task { info, alive: Mutex::new(true), exit, tokio: tokio::runtime::Handle::current() });
         Ok((task, SpawnedChild { child, stdout, stderr, exit_sender }, started))

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::devices::{Device, DeviceType};
 use crate::storage::{StorageError, rewrite_experiment_config_json};
+use crate::work_files::WorkFile;
 
 /// The file in the work dir that is sourced before the entrypoint, so its exports apply.
 pub const STARTUP_HOOK: &str = "startup-hook.sh";
@@ -56,6 +57,10 @@ pub struct TaskSpec {
     pub env: BTreeMap<String, String>,
     /// Overrides the agent's `python` for this task.
     pub python: Option<PathBuf>,
+    /// Variables that each get a free host port (`NAME=<port>`), chosen when the task starts.
+    pub port_env: Vec<String>,
+    /// Written into the work dir after the archive.
+    pub files: Vec<WorkFile>,
 }
 
 impl fmt::Debug for TaskSpec {
@@ -70,6 +75,8 @@ impl fmt::Debug for TaskSpec {
             .field("entrypoint", &self.entrypoint)
             .field("env_names", &self.env.keys().collect::<Vec<_>>())
             .field("python", &self.python)
+            .field("port_env", &self.port_env)
+            .field("files", &self.files)
             .finish()
     }
 }
@@ -261,6 +268,8 @@ mod tests {
             entrypoint: Entrypoint::Shell("true".into()),
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             python: None,
+            port_env: Vec::new(),
+            files: Vec::new(),
         }
     }
 

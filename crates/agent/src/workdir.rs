@@ -1,6 +1,7 @@
 //! Per-task work dirs: `<work_root>/<task_id>/<allocation_id>/`, filled from a tar.gz of the model
-//! definition. Extraction is checked whole before anything is written: absolute paths, `..`,
-//! special files, links that leave the work dir, and entries written through links are refused.
+//! definition (then the task's extra files, [`crate::work_files`]). Extraction is checked whole
+//! before anything is written: absolute paths, `..`, special files, links that leave the work dir,
+//! and entries written through links are refused.
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -10,6 +11,7 @@ use flate2::read::GzDecoder;
 use tar::{Archive, EntryType};
 
 use crate::config::is_path_component;
+use crate::work_files::{WorkFile, write_work_files};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkDirError {
@@ -25,6 +27,10 @@ pub enum WorkDirError {
     UnsafeEntry { path: String, reason: &'static str },
     #[error("cannot extract {path:?} into the work dir: {source}")]
     Extract { path: String, source: std::io::Error },
+    #[error("task file {path:?} is refused: {reason}")]
+    UnsafeFile { path: String, reason: &'static str },
+    #[error("cannot write task file {path:?} into the work dir: {source}")]
+    WriteFile { path: String, source: std::io::Error },
     #[error("cannot remove work dir {path}: {source}")]
     Remove { path: PathBuf, source: std::io::Error },
 }
@@ -39,9 +45,9 @@ pub fn task_work_dir(root: &Path, task_id: &str, allocation_id: &str) -> Result<
     Ok(root.join(task_id).join(allocation_id))
 }
 
-/// Creates `dir` (which must not exist yet) and extracts `archive` into it. On failure nothing is
-/// left behind.
-pub fn prepare_work_dir(dir: &Path, archive: Option<&[u8]>) -> Result<usize, WorkDirError> {
+/// Creates `dir` (which must not exist yet), extracts `archive` into it and writes `files` over
+/// it. Returns the number of archive entries written. On failure nothing is left behind.
+pub fn prepare_work_dir(dir: &Path, archive: Option<&[u8]>, files: &[WorkFile]) -> Result<usize, WorkDirError> {
     if dir.exists() {
         return Err(WorkDirError::AlreadyExists(dir.to_path_buf()));
     }
@@ -49,8 +55,12 @@ pub fn prepare_work_dir(dir: &Path, archive: Option<&[u8]>) -> Result<usize, Wor
         std::fs::create_dir_all(parent).map_err(|source| WorkDirError::Create { path: parent.to_path_buf(), source })?;
     }
     std::fs::create_dir(dir).map_err(|source| WorkDirError::Create { path: dir.to_path_buf(), source })?;
-    let Some(archive) = archive else { return Ok(0) };
-    extract_tar_gz(archive, dir).inspect_err(|_| {
+    let filled = match archive {
+        Some(archive) => extract_tar_gz(archive, dir),
+        None => Ok(0),
+    }
+    .and_then(|written| write_work_files(dir, files).map(|()| written));
+    filled.inspect_err(|_| {
         let _ = std::fs::remove_dir_all(dir);
     })
 }

@@ -61,6 +61,8 @@ fn spec(task_id: &str, entrypoint: Entrypoint) -> TaskSpec {
         entrypoint,
         env: BTreeMap::new(),
         python: None,
+        port_env: Vec::new(),
+        files: Vec::new(),
     }
 }
 

@@ -9,7 +9,10 @@
 //! Order of a session: the agent connects; the master sends [`MasterToAgent::MasterSetAgentOptions`];
 //! the agent answers [`AgentToMaster::AgentStarted`] with its devices; from then on the master sends
 //! `StartTask`/`SignalTask`/`KillTask` and the agent streams `TaskLogs` and `TaskStateChanged`. A
-//! task's last log batch is always sent before its `Terminated` state change.
+//! task's last log batch is always sent before its `Terminated` state change, and the batch holding
+//! the line that matched a task's `ready_pattern` before its `TaskReady`.
+//!
+//! Fields added after the first version carry `#[serde(default)]`, so either side may be older.
 
 use std::collections::BTreeMap;
 
@@ -77,6 +80,12 @@ pub enum AgentToMaster {
     TaskLogs {
         batches: Vec<TaskLogBatch>,
     },
+    /// A line of the task's output matched its `ready_pattern` (sent once per container, after
+    /// the `TaskLogs` holding that line and after the task's `Running`).
+    TaskReady {
+        container_id: String,
+        allocation_id: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -89,6 +98,10 @@ pub struct AgentStarted {
     /// Of `tasks_to_reattach`, the container ids still running here.
     #[serde(default)]
     pub tasks_reattached: Vec<String>,
+    /// The IP addresses at which other hosts (the master's proxy) reach this agent's task ports:
+    /// the local address of the agent's connection to the master (upstream's `addresses[]`).
+    #[serde(default)]
+    pub addresses: Vec<String>,
 }
 
 /// One slot the agent offers (upstream `device.Device`).
@@ -130,6 +143,34 @@ pub struct StartTask {
     /// Overrides the agent's interpreter for this task (the experiment's `environment.python`).
     #[serde(default)]
     pub python: Option<String>,
+    /// Names of environment variables that each get a free TCP port of this host, chosen by the
+    /// agent (`NAME=<port>`); reported in the `Running` change's `ports`.
+    #[serde(default)]
+    pub port_env: Vec<String>,
+    /// A regular expression (Rust `regex` syntax) matched against each line the task prints; the
+    /// first match sends `TaskReady`. An invalid pattern fails the start.
+    #[serde(default)]
+    pub ready_pattern: Option<String>,
+    /// Files written into the work dir after the archive is extracted (an sshd host key, a
+    /// Jupyter config, …).
+    #[serde(default)]
+    pub files: Vec<TaskFile>,
+}
+
+/// One file of [`StartTask::files`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskFile {
+    /// Relative to the work dir; no absolute paths, no `..`, never written through a symbolic link.
+    pub path: String,
+    /// The file's content, base64.
+    pub content_b64: String,
+    /// Permission bits (`0o600` for a private key).
+    #[serde(default = "default_file_mode")]
+    pub mode: u32,
+}
+
+fn default_file_mode() -> u32 {
+    0o644
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,6 +199,9 @@ pub struct TaskStateChanged {
     /// Set with `Running`: the process id, for diagnostics.
     #[serde(default)]
     pub pid: Option<u32>,
+    /// Set with `Running`: each `port_env` name → the port chosen for it.
+    #[serde(default)]
+    pub ports: BTreeMap<String, u16>,
     /// Set with `Terminated`.
     #[serde(default)]
     pub exit: Option<TaskExitInfo>,
@@ -293,6 +337,24 @@ mod tests {
         assert_eq!(serde_json::to_string(&msg).unwrap(), r#"{"TerminateTask":{"container_id":"c1"}}"#);
         let back: MasterToAgent = serde_json::from_str(r#"{"KillTask":{"container_id":"c2"}}"#).unwrap();
         assert_eq!(back, MasterToAgent::KillTask { container_id: "c2".into() });
+    }
+
+    #[test]
+    fn messages_of_older_peers_still_parse() {
+        let start: StartTask = serde_json::from_str(
+            r#"{"container_id":"c","task_id":"t","allocation_id":"a","task_type":"COMMAND","slot_ids":[],"entrypoint":"true","env":{}}"#,
+        )
+        .unwrap();
+        assert!(start.port_env.is_empty() && start.ready_pattern.is_none() && start.files.is_empty());
+        let change: TaskStateChanged =
+            serde_json::from_str(r#"{"container_id":"c","allocation_id":"a","state":"RUNNING","pid":7}"#).unwrap();
+        assert!(change.ports.is_empty());
+        let started: AgentStarted = serde_json::from_str(r#"{"version":"v","devices":[],"resource_pool":"default"}"#).unwrap();
+        assert!(started.addresses.is_empty());
+        let file: TaskFile = serde_json::from_str(r#"{"path":"a/b","content_b64":""}"#).unwrap();
+        assert_eq!(file.mode, 0o644);
+        let ready = AgentToMaster::TaskReady { container_id: "c".into(), allocation_id: "a".into() };
+        assert_eq!(serde_json::to_string(&ready).unwrap(), r#"{"TaskReady":{"container_id":"c","allocation_id":"a"}}"#);
     }
 
     #[test]

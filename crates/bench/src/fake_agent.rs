@@ -45,6 +45,7 @@ impl FakeAgent {
             resource_pool: "default".into(),
             hostname: "localhost".into(),
             tasks_reattached: vec![],
+            addresses: vec![],
         };
         agent.send(&AgentToMaster::AgentStarted(started)).await?;
         Ok(agent)
@@ -88,6 +89,7 @@ impl FakeAgent {
             allocation_id: start.allocation_id.clone(),
             state,
             pid: Some(4242),
+            ports: Default::default(),
             exit,
         };
         self.send(&AgentToMaster::TaskStateChanged(change)).await

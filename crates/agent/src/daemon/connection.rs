@@ -106,6 +106,15 @@ pub(crate) fn decode(message: Message) -> Incoming {
     }
 }
 
+/// The address of this end of the connection: where hosts that reach the master can reach this
+/// agent (an IPv4-mapped IPv6 address as plain IPv4). Empty when the transport is not plain TCP.
+pub(crate) fn local_addresses(ws: &Ws) -> Vec<String> {
+    match ws.get_ref() {
+        MaybeTlsStream::Plain(stream) => stream.local_addr().map(|addr| vec![addr.ip().to_canonical().to_string()]).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
 pub(crate) async fn send(ws: &mut Ws, message: &AgentToMaster) -> Result<(), tokio_tungstenite::tungstenite::Error> {
     // Our own wire types always serialize.
     let text = serde_json::to_string(message).unwrap_or_default();
@@ -197,6 +206,7 @@ mod tests {
             allocation_id: "a".into(),
             state: TaskState::Terminated,
             pid: None,
+            ports: Default::default(),
             exit: Some(TaskExitInfo { exit_code: Some(0), signal: None, failure: None }),
         });
         let mut outbox = Outbox::default();

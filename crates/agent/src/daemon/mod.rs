@@ -1,12 +1,13 @@
 //! The agent daemon: keeps a websocket session with the master (reconnecting when it is lost),
 //! runs the tasks the master starts as local processes with the [`Runtime`], and streams their
-//! output and state changes back.
+//! output, state changes and readiness back.
 //!
 //! One loop owns all state. Runtime events (log lines, exits) and start results are handled even
 //! while disconnected; what they produce waits in a bounded outbox until a connection takes it.
 
 mod connection;
 pub mod log_batch;
+mod readiness;
 mod tasks;
 
 use std::collections::HashMap;
@@ -134,7 +135,7 @@ impl Daemon {
                 return Ok(());
             };
             reconnect = true;
-            let started = self.agent_started(&options);
+            let started = self.agent_started(&options, connection::local_addresses(&ws));
             if let Err(e) = connection::send(&mut ws, &started).await {
                 tracing::warn!("lost the connection to the master while registering: {e}; reconnecting");
                 continue;
@@ -150,7 +151,7 @@ impl Daemon {
         }
     }
 
-    fn agent_started(&self, options: &AgentOptions) -> AgentToMaster {
+    fn agent_started(&self, options: &AgentOptions, addresses: Vec<String>) -> AgentToMaster {
         let reattached: Vec<String> = options.tasks_to_reattach.iter().filter(|id| self.tasks.contains_key(*id)).cloned().collect();
         let unexpected: Vec<&String> = self.tasks.keys().filter(|id| !options.tasks_to_reattach.contains(*id)).collect();
         if !unexpected.is_empty() {
@@ -162,6 +163,7 @@ impl Daemon {
             resource_pool: self.config.resource_pool.clone(),
             hostname: self.query.hostname.clone(),
             tasks_reattached: reattached,
+            addresses,
         })
     }
 
@@ -271,19 +273,21 @@ impl Daemon {
             }
         };
         tracing::info!("starting container {container_id} of task {} ({})", start.task_id, start.description);
+        let tasks::Launch { spec, shim, readiness } = launch;
         self.tasks.insert(
             container_id.clone(),
             TaskEntry {
                 allocation_id: start.allocation_id,
-                shim: launch.shim.clone(),
+                shim: shim.clone(),
                 running: false,
                 pending_exit: None,
                 pending_stop: None,
+                readiness,
             },
         );
         let (runtime, started) = (self.runtime.clone(), self.started_tx.clone());
         tokio::spawn(async move {
-            let result = tasks::launch(runtime, launch).await;
+            let result = tasks::launch(runtime, spec, shim).await;
             let _ = started.send(StartOutcome { container_id, result });
         });
     }
@@ -319,8 +323,13 @@ impl Daemon {
     fn handle_local(&mut self, local: Local) {
         match local {
             Local::Event(RuntimeEvent::Log(line)) => {
+                let matched = self.tasks.get_mut(&line.container_id).is_some_and(|entry| entry.readiness.check(&line.log) && entry.running);
+                let container_id = matched.then(|| line.container_id.clone());
                 if self.batch.push(line) {
                     self.flush_batch();
+                }
+                if let Some(container_id) = container_id {
+                    self.report_ready(&container_id);
                 }
             }
             Local::Event(RuntimeEvent::Exited { container_id, exit, .. }) => {
@@ -340,10 +349,12 @@ impl Daemon {
     fn started(&mut self, StartOutcome { container_id, result }: StartOutcome) {
         let Some(entry) = self.tasks.get_mut(&container_id) else { return };
         match result {
-            Ok(pid) => {
+            Ok(process) => {
                 entry.running = true;
                 let (pending_exit, pending_stop) = (entry.pending_exit.take(), entry.pending_stop.take());
-                self.outbox.push(tasks::running(&container_id, &entry.allocation_id, pid));
+                self.outbox.push(tasks::running(&container_id, &entry.allocation_id, process));
+                // The ready line may have come before the start was acknowledged.
+                self.report_ready(&container_id);
                 if let Some(exit) = pending_exit {
                     self.flush_batch();
                     self.finish(&container_id, exit);
@@ -360,6 +371,19 @@ impl Daemon {
                 }
             }
         }
+    }
+
+    /// Sends `TaskReady` if the task's ready line has been seen and not yet reported, after the
+    /// batch that holds the line.
+    fn report_ready(&mut self, container_id: &str) {
+        let Some(entry) = self.tasks.get_mut(container_id) else { return };
+        if !entry.readiness.take_match() {
+            return;
+        }
+        let allocation_id = entry.allocation_id.clone();
+        tracing::info!("container {container_id} is ready");
+        self.flush_batch();
+        self.outbox.push(tasks::ready(container_id, &allocation_id));
     }
 
     /// Reports the exit and removes the task's dirs (unless `keep_work_dirs`).

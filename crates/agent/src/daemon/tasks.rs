@@ -1,19 +1,23 @@
 //! From `StartTask` to a supervised process: building the [`TaskSpec`], writing the harness shim,
 //! starting it with the [`Runtime`], and the bookkeeping that keeps a task's state changes in
-//! order (`Running` before `Terminated`, even when the process exits before its start is
-//! acknowledged, and stop requests that arrive while it is still starting).
+//! order (`Running` before `TaskReady` and `Terminated`, even when the process exits or prints
+//! its ready line before its start is acknowledged, and stop requests that arrive while it is
+//! still starting).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use resolute_api::agent_protocol::{AgentToMaster, StartTask, TaskEntrypoint, TaskExitInfo, TaskState, TaskStateChanged};
+use resolute_api::agent_protocol::{AgentToMaster, StartTask, TaskEntrypoint, TaskExitInfo, TaskFile, TaskState, TaskStateChanged};
+
+use super::readiness::Readiness;
 
 use crate::devices::Device;
 use crate::events::TaskExit;
 use crate::harness_shim::ShimDir;
 use crate::process::Runtime;
 use crate::spec::{Entrypoint, LaunchContext, TaskSpec, TaskType, environment};
+use crate::work_files::WorkFile;
 use crate::workdir::task_work_dir;
 
 /// A task the daemon has accepted and not yet reported `Terminated`.
@@ -27,6 +31,7 @@ pub(crate) struct TaskEntry {
     pub pending_exit: Option<TaskExit>,
     /// A terminate or kill that arrived while the task was starting.
     pub pending_stop: Option<Stop>,
+    pub readiness: Readiness,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,17 +40,26 @@ pub(crate) enum Stop {
     Kill,
 }
 
-/// The result of starting one task: its pid, or why it could not start.
+/// The result of starting one task: the process, or why it could not start.
 #[derive(Debug)]
 pub(crate) struct StartOutcome {
     pub container_id: String,
-    pub result: Result<u32, String>,
+    pub result: Result<Started, String>,
+}
+
+/// A task's running process.
+#[derive(Debug)]
+pub(crate) struct Started {
+    pub pid: u32,
+    /// `port_env` name → the host port chosen.
+    pub ports: BTreeMap<String, u16>,
 }
 
 /// What a start needs besides the message.
 pub(crate) struct Launch {
     pub spec: TaskSpec,
     pub shim: ShimDir,
+    pub readiness: Readiness,
 }
 
 /// Checks the message and builds the spec and the shim location; `Err` is the failure to report.
@@ -69,6 +83,8 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path) -
         ),
         None => None,
     };
+    let files = start.files.iter().map(work_file).collect::<Result<Vec<_>, _>>()?;
+    let readiness = Readiness::watch(start.ready_pattern.as_deref())?;
     let work_dir = task_work_dir(work_root, &start.task_id, &start.allocation_id).map_err(|e| e.to_string())?;
     let shim = ShimDir::for_work_dir(&work_dir);
     let mut env = start.env.clone();
@@ -87,8 +103,17 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path) -
         entrypoint,
         env,
         python: start.python.as_deref().filter(|p| !p.trim().is_empty()).map(PathBuf::from),
+        port_env: start.port_env.clone(),
+        files,
     };
-    Ok(Launch { spec, shim })
+    Ok(Launch { spec, shim, readiness })
+}
+
+fn work_file(file: &TaskFile) -> Result<WorkFile, String> {
+    let content = base64::engine::general_purpose::STANDARD
+        .decode(file.content_b64.trim())
+        .map_err(|e| format!("task file {:?} is not valid base64: {e}", file.path))?;
+    WorkFile::new(&file.path, content, file.mode).map_err(|e| e.to_string())
 }
 
 /// The master as this agent reaches it (upstream's agent sets these globally): tasks call back
@@ -103,8 +128,7 @@ pub(crate) fn add_master_address(env: &mut BTreeMap<String, String>, host: &str,
 }
 
 /// Writes the harness shim and starts the process; on failure nothing is left behind.
-pub(crate) async fn launch(runtime: Runtime, launch: Launch) -> Result<u32, String> {
-    let Launch { spec, shim } = launch;
+pub(crate) async fn launch(runtime: Runtime, spec: TaskSpec, shim: ShimDir) -> Result<Started, String> {
     let env = final_environment(&runtime, &spec)?;
     let (devices, writer, model) = (spec.devices.clone(), shim.clone(), spec.work_dir_archive.clone());
     tokio::task::spawn_blocking(move || writer.write(&env, &devices, model.as_deref()))
@@ -112,7 +136,7 @@ pub(crate) async fn launch(runtime: Runtime, launch: Launch) -> Result<u32, Stri
         .map_err(|e| format!("writing the harness info was interrupted: {e}"))?
         .map_err(|e| e.to_string())?;
     match runtime.start(spec).await {
-        Ok(handle) => Ok(handle.info().pid),
+        Ok(handle) => Ok(Started { pid: handle.info().pid, ports: handle.info().ports.clone() }),
         Err(e) => {
             let _ = shim.remove();
             Err(e.to_string())
@@ -130,14 +154,19 @@ fn final_environment(runtime: &Runtime, spec: &TaskSpec) -> Result<BTreeMap<Stri
     environment(spec, &context).map_err(|e| e.to_string())
 }
 
-pub(crate) fn running(container_id: &str, allocation_id: &str, pid: u32) -> AgentToMaster {
+pub(crate) fn running(container_id: &str, allocation_id: &str, started: Started) -> AgentToMaster {
     AgentToMaster::TaskStateChanged(TaskStateChanged {
         container_id: container_id.to_string(),
         allocation_id: allocation_id.to_string(),
         state: TaskState::Running,
-        pid: Some(pid),
+        pid: Some(started.pid),
+        ports: started.ports,
         exit: None,
     })
+}
+
+pub(crate) fn ready(container_id: &str, allocation_id: &str) -> AgentToMaster {
+    AgentToMaster::TaskReady { container_id: container_id.to_string(), allocation_id: allocation_id.to_string() }
 }
 
 pub(crate) fn terminated(container_id: &str, allocation_id: &str, exit: TaskExitInfo) -> AgentToMaster {
@@ -146,6 +175,7 @@ pub(crate) fn terminated(container_id: &str, allocation_id: &str, exit: TaskExit
         allocation_id: allocation_id.to_string(),
         state: TaskState::Terminated,
         pid: None,
+        ports: BTreeMap::new(),
         exit: Some(exit),
     })
 }
@@ -176,6 +206,9 @@ mod tests {
             env: [("PYTHONPATH".to_string(), "/user".to_string())].into(),
             work_dir_archive_b64: None,
             python: Some(String::new()),
+            port_env: vec!["PORT".into()],
+            ready_pattern: None,
+            files: vec![],
         }
     }
 
@@ -190,6 +223,8 @@ mod tests {
         assert_eq!(launch.spec.env["PYTHONPATH"], "/root/t1/t1.a1.harness/python:/user");
         assert_eq!(launch.spec.python, None);
         assert_eq!(launch.spec.task_type, TaskType::Command);
+        assert_eq!(launch.spec.port_env, ["PORT"]);
+        assert!(matches!(launch.readiness, Readiness::Unwatched));
     }
 
     #[test]
@@ -214,5 +249,15 @@ mod tests {
         let mut bad = start(vec![]);
         bad.allocation_id = "../x".into();
         assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("allocation_id"));
+        let mut bad = start(vec![]);
+        bad.ready_pattern = Some("[".into());
+        assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("ready_pattern \"[\" is not a valid regular expression"));
+        let file = |path: &str, content_b64: &str| TaskFile { path: path.into(), content_b64: content_b64.into(), mode: 0o600 };
+        let mut bad = start(vec![]);
+        bad.files = vec![file("../authorized_keys", "")];
+        let err = prepare(&bad, &[], Path::new("/r")).err().unwrap();
+        assert!(err.contains("task file \"../authorized_keys\" is refused: its path contains '..'"), "{err}");
+        bad.files = vec![file("k", "***")];
+        assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("task file \"k\" is not valid base64"));
     }
 }

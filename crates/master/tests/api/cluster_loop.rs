@@ -44,6 +44,7 @@ impl FakeAgent {
                 resource_pool: "default".into(),
                 hostname: "localhost".into(),
                 tasks_reattached,
+                addresses: vec![],
             }))
             .await;
         agent
@@ -85,6 +86,7 @@ impl FakeAgent {
             allocation_id: start.allocation_id.clone(),
             state,
             pid: Some(4242),
+            ports: Default::default(),
             exit,
         };
         self.send(AgentToMaster::TaskStateChanged(change)).await;

@@ -69,6 +69,9 @@ pub fn command_start_task(l: &CommandLaunch<'_>) -> StartTask {
         env,
         work_dir_archive_b64: l.context_b64.clone(),
         python: l.config.python.clone(),
+        port_env: Vec::new(),
+        ready_pattern: None,
+        files: Vec::new(),
     }
 }
 

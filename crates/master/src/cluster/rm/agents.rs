@@ -52,6 +52,8 @@ struct AgentRun {
     outbox: Option<mpsc::UnboundedSender<MasterToAgent>>,
     resource_pool: String,
     hostname: String,
+    /// Where other hosts reach the agent's task ports.
+    addresses: Vec<String>,
     version: String,
     devices: Vec<AgentDevice>,
     registered: DateTime<Utc>,
@@ -139,6 +141,7 @@ impl AgentResourceManager {
             outbox: None,
             resource_pool: query.resource_pool.clone(),
             hostname: query.hostname.clone(),
+            addresses: Vec::new(),
             version: query.version.clone(),
             devices: Vec::new(),
             registered: resolute_store::db_now(),
@@ -167,14 +170,19 @@ impl AgentResourceManager {
                 TaskState::Running => {
                     let Some(c) = self.containers.get_mut(&change.container_id) else { return Vec::new() };
                     c.running = true;
-                    vec![RmEvent::Running {
-                        allocation_id: c.allocation_id.clone(),
-                        container_id: change.container_id,
-                        ports: BTreeMap::new(),
-                    }]
+                    let (allocation_id, agent_id) = (c.allocation_id.clone(), c.agent_id.clone());
+                    let host = self.agents.get(&agent_id).and_then(|a| a.addresses.first().cloned()).unwrap_or_else(|| "127.0.0.1".to_owned());
+                    let ports = change.ports.iter().map(|(name, port)| (name.clone(), format!("{host}:{port}"))).collect();
+                    vec![RmEvent::Running { allocation_id, container_id: change.container_id, ports }]
                 }
                 _ => Vec::new(),
             },
+            AgentToMaster::TaskReady { container_id, allocation_id } => {
+                if self.containers.get(&container_id).is_none_or(|c| c.allocation_id != allocation_id) {
+                    return Vec::new();
+                }
+                vec![RmEvent::Ready { allocation_id, container_id }]
+            }
             // Stored by the connection; nothing for the loop.
             AgentToMaster::TaskLogs { .. } => Vec::new(),
         }
@@ -190,6 +198,7 @@ impl AgentResourceManager {
         let Some(agent) = self.agents.get_mut(agent_id) else { return Vec::new() };
         let was_started = agent.started;
         agent.devices = started.devices.clone();
+        agent.addresses = started.addresses.clone();
         agent.version = started.version.clone();
         if !started.hostname.is_empty() {
             agent.hostname = started.hostname.clone();

@@ -95,6 +95,9 @@ pub fn trial_start_task(l: &TrialLaunch<'_>) -> StartTask {
         env,
         work_dir_archive_b64: Some(l.model_definition_b64.clone()),
         python,
+        port_env: Vec::new(),
+        ready_pattern: None,
+        files: Vec::new(),
     }
 }
 
