@@ -8,9 +8,11 @@
 
 pub mod agent_protocol;
 pub mod checkpoints;
+pub mod commands;
 pub mod error;
 pub mod experiments;
 pub mod files;
+pub mod generic_tasks;
 pub mod int64;
 pub mod logs;
 pub mod master;
@@ -19,10 +21,12 @@ pub mod preview;
 pub mod runtime;
 pub mod searcher_state;
 pub mod tasks;
+pub mod templates;
 pub mod trials;
 pub mod users;
 mod wire_enum;
 pub mod workloads;
+pub mod workspaces;
 
 /// The upstream release whose wire contract we implement. Reported by `/info` so the upstream CLI's
 /// version check stays silent.
