@@ -60,6 +60,11 @@ impl Client {
         self
     }
 
+    /// The bearer token, when the client carries one.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     pub fn master(&self) -> &str {
         &self.master
     }
@@ -70,6 +75,14 @@ impl Client {
 
     pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
         self.send(Method::POST, path, Some(body))
+    }
+
+    pub fn put<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
+        self.send(Method::PUT, path, Some(body))
+    }
+
+    pub fn delete<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        self.send::<(), T>(Method::DELETE, path, None)
     }
 
     pub fn patch<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {

@@ -8,13 +8,19 @@ use resolute_cli::commands::Globals;
 use resolute_cli::commands::agent::{self, AgentCommand};
 use resolute_cli::commands::agent_run;
 use resolute_cli::commands::checkpoint::{self, CheckpointCommand};
+use resolute_cli::commands::command::{self, CommandCommand};
 use resolute_cli::commands::deploy::{self, DeployArgs};
 use resolute_cli::commands::experiment::{self, ExperimentCommand};
 use resolute_cli::commands::master::{self, MasterCommand};
+use resolute_cli::commands::notebook::{self, NotebookCommand};
 use resolute_cli::commands::preview::{self, PreviewArgs};
+use resolute_cli::commands::shell::{self, ShellCommand};
 use resolute_cli::commands::slot::{self, SlotCommand};
 use resolute_cli::commands::task::{self, TaskCommand};
+use resolute_cli::commands::template::{self, TemplateCommand};
+use resolute_cli::commands::tensorboard::{self, TensorboardCommand};
 use resolute_cli::commands::trial::{self, TrialCommand};
+use resolute_cli::commands::tunnel::{self, TunnelArgs};
 use resolute_cli::commands::user::{self, UserCommand};
 use resolute_cli::url::canonicalize_master_url;
 
@@ -100,6 +106,35 @@ enum Command {
     },
     /// preview search
     PreviewSearch(PreviewArgs),
+    /// manage commands
+    #[command(name = "command", visible_alias = "cmd")]
+    Cmd {
+        #[command(subcommand)]
+        command: Option<CommandCommand>,
+    },
+    /// manage notebooks
+    Notebook {
+        #[command(subcommand)]
+        command: Option<NotebookCommand>,
+    },
+    /// manage shells
+    Shell {
+        #[command(subcommand)]
+        command: Option<ShellCommand>,
+    },
+    /// manage TensorBoard instances
+    Tensorboard {
+        #[command(subcommand)]
+        command: Option<TensorboardCommand>,
+    },
+    /// manage config templates
+    #[command(visible_alias = "tpl")]
+    Template {
+        #[command(subcommand)]
+        command: Option<TemplateCommand>,
+    },
+    /// tunnel stdin/stdout to a task's proxied port (ssh's ProxyCommand for `det shell`)
+    Tunnel(TunnelArgs),
 }
 
 fn main() -> ExitCode {
@@ -119,6 +154,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Deploy(args) => return Ok(deploy::run(args)?),
         Command::Master { command: MasterCommand::Run(args) } => return Ok(master::run(args)?),
         Command::Agent { command: Some(AgentCommand::Run(args)) } => return Ok(agent_run::run(*args)?),
+        // The tunnel names its own master; `-m` does not apply.
+        Command::Tunnel(args) => return Ok(tunnel::run(&args, cli.user.as_deref())?),
         other => other,
     };
     let globals = Globals { master: master_url(cli.master)?, user: cli.user, json: cli.json };
@@ -132,7 +169,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Agent { command } => agent::run(&globals, command)?,
         Command::Slot { command } => slot::run(&globals, command)?,
         Command::PreviewSearch(args) => preview::run(&globals, args)?,
-        Command::Master { command: MasterCommand::Run(_) } | Command::Deploy(_) => {}
+        Command::Cmd { command } => command::run(&globals, command)?,
+        Command::Notebook { command } => notebook::run(&globals, command)?,
+        Command::Shell { command } => shell::run(&globals, command)?,
+        Command::Tensorboard { command } => tensorboard::run(&globals, command)?,
+        Command::Template { command } => template::run(&globals, command)?,
+        Command::Master { command: MasterCommand::Run(_) } | Command::Deploy(_) | Command::Tunnel(_) => {}
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod agent_run;
 pub mod checkpoint;
+pub mod command;
 pub mod deploy;
 pub mod experiment;
 pub mod experiment_create;
@@ -10,10 +11,18 @@ mod experiment_searcher;
 pub mod experiment_views;
 mod local_agents;
 pub mod master;
+pub mod notebook;
+pub mod ntsc;
+pub mod ntsc_launch;
 pub mod preview;
+pub mod shell;
 pub mod slot;
 pub mod task;
+mod task_generic;
+pub mod template;
+pub mod tensorboard;
 pub mod trial;
+pub mod tunnel;
 pub mod user;
 pub mod wire;
 

@@ -1,13 +1,14 @@
-//! `det task list|logs`: the allocation summaries of `GET /api/v1/tasks` and task log streams.
+//! `det task`: the allocation summaries of `GET /api/v1/tasks`, task log streams, and generic
+//! tasks (`task_generic.rs`).
 
 use clap::Subcommand;
 use serde_json::{Map, Value};
 
 use super::Globals;
 use super::wire::{connect, int, text};
-use crate::client::{Client, path_segment};
+use crate::client::Client;
 use crate::error::CliError;
-use crate::log_stream::{self, LogArgs};
+use crate::log_stream::LogArgs;
 use crate::output::{format_time, tabulate_or_csv};
 use crate::table::Cell;
 use crate::{render, say};
@@ -39,6 +40,34 @@ pub enum TaskCommand {
         #[command(flatten)]
         logs: LogArgs,
     },
+    /// create a generic task from a config and a context directory
+    Create(super::task_generic::CreateArgs),
+    /// display a generic task's config
+    Config {
+        /// task ID
+        task_id: String,
+        /// print as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// kill a generic task
+    Kill {
+        /// task ID
+        task_id: String,
+        /// kill the whole tree from its root task
+        #[arg(long)]
+        root: bool,
+    },
+    /// pause a generic task
+    Pause {
+        /// task ID
+        task_id: String,
+    },
+    /// unpause a generic task
+    Unpause {
+        /// task ID
+        task_id: String,
+    },
 }
 
 /// `det task` alone lists tasks, as upstream's `is_default` subcommand does.
@@ -50,14 +79,14 @@ pub fn run(g: &Globals, cmd: Option<TaskCommand>) -> Result<(), CliError> {
             Ok(())
         }
         TaskCommand::Logs { task_id, json, allocation_ids, mut logs } => {
-            let client = connect(g)?;
-            let json = json || g.json;
             logs.allocation_ids = allocation_ids;
-            let path = format!("api/v1/tasks/{}/logs", path_segment(&task_id));
-            let streamed = log_stream::stream(&client, &path, &logs, |e| log_stream::print_entry(e, json));
-            log_stream::print_ended("Task", "task", &task_id);
-            streamed
+            super::ntsc::logs(g, None, &task_id, json, &logs)
         }
+        TaskCommand::Create(args) => super::task_generic::create(g, &args),
+        TaskCommand::Config { task_id, json } => super::task_generic::config(g, &task_id, json),
+        TaskCommand::Kill { task_id, root } => super::task_generic::kill(g, &task_id, root),
+        TaskCommand::Pause { task_id } => super::task_generic::pause(g, &task_id, true),
+        TaskCommand::Unpause { task_id } => super::task_generic::pause(g, &task_id, false),
     }
 }
 

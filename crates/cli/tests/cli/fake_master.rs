@@ -2,7 +2,7 @@
 //! yet (logs, tasks, agents, checkpoint download). Answers by exact method + path; records every
 //! request so tests can check what the CLI sent.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -15,7 +15,8 @@ pub struct Recorded {
     pub body: String,
 }
 
-type Routes = HashMap<(String, String), (u16, Vec<u8>)>;
+/// Per route, the answers still to give: each request takes the first, and the last one stays.
+type Routes = HashMap<(String, String), VecDeque<(u16, Vec<u8>)>>;
 
 pub struct FakeMaster {
     pub url: String,
@@ -41,7 +42,13 @@ impl FakeMaster {
 
     /// Answers `method path` (no query) with `status` and `body`.
     pub fn route(&self, method: &str, path: &str, status: u16, body: impl Into<Vec<u8>>) {
-        self.routes.lock().unwrap().insert((method.to_owned(), path.to_owned()), (status, body.into()));
+        self.routes.lock().unwrap().insert((method.to_owned(), path.to_owned()), VecDeque::from([(status, body.into())]));
+    }
+
+    /// Answers `method path` with each JSON body in turn, repeating the last one.
+    pub fn json_sequence(&self, method: &str, path: &str, bodies: &[serde_json::Value]) {
+        let answers = bodies.iter().map(|b| (200, b.to_string().into_bytes())).collect();
+        self.routes.lock().unwrap().insert((method.to_owned(), path.to_owned()), answers);
     }
 
     pub fn json(&self, method: &str, path: &str, body: &serde_json::Value) {
@@ -89,12 +96,12 @@ fn serve(stream: TcpStream, routes: &Mutex<Routes>, requests: &Mutex<Vec<Recorde
         body: String::from_utf8_lossy(&body).into_owned(),
     });
     let path = target.split('?').next().unwrap_or("").to_owned();
-    let (status, payload) = routes
+    let next = routes
         .lock()
         .unwrap()
-        .get(&(method, path))
-        .cloned()
-        .unwrap_or_else(|| (404, br#"{"error":{"code":5,"reason":"NotFound","error":"not found"}}"#.to_vec()));
+        .get_mut(&(method, path))
+        .and_then(|answers| if answers.len() > 1 { answers.pop_front() } else { answers.front().cloned() });
+    let (status, payload) = next.unwrap_or_else(|| (404, br#"{"error":{"code":5,"reason":"NotFound","error":"not found"}}"#.to_vec()));
     let mut out = stream;
     let head =
         format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n", payload.len());

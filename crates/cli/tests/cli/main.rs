@@ -14,7 +14,9 @@ use tempfile::TempDir;
 mod experiments;
 mod fake_endpoints;
 mod fake_master;
+mod ntsc;
 mod preview;
+mod tunnel;
 
 const DET: &str = env!("CARGO_BIN_EXE_det");
 
