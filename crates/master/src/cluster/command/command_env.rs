@@ -55,6 +55,9 @@ pub fn command_start_task(l: &CommandLaunch<'_>) -> StartTask {
     set("DET_TASK_LOGGING_METADATA", &json!({"task_id": l.task_id, "allocation_id": l.allocation_id}).to_string());
     let entrypoint = match &l.config.entrypoint {
         Some(ConfigEntrypoint::Shell(s)) => TaskEntrypoint::Shell(s.clone()),
+        // `det cmd run 'echo a; echo b'` sends one element holding a whole command line: a shell
+        // runs it, as upstream's command entrypoint script does.
+        Some(ConfigEntrypoint::Argv(argv)) if argv.len() == 1 => TaskEntrypoint::Shell(argv[0].clone()),
         Some(ConfigEntrypoint::Argv(argv)) => TaskEntrypoint::Argv(argv.clone()),
         None => TaskEntrypoint::Shell("true".to_owned()),
     };

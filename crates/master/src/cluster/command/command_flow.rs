@@ -135,7 +135,7 @@ impl Orchestrator {
 
     async fn end_command(&mut self, task_id: &str, allocation_id: Option<&str>, status: &str) -> LoopResult<()> {
         let Some(run) = self.commands.remove(task_id) else { return Ok(()) };
-        let line = format!("{} ({}) was terminated: {status}", run.task_type.display_name(), run.config.description);
+        let line = format!("{} was terminated: {status}", run.config.description);
         tracing::info!(task = task_id, %status, "task ended");
         self.store
             .insert_logs(&[NewLogLine {
