@@ -471,18 +471,13 @@ impl Orchestrator {
         self.experiments.values().find(|e| e.trials.values().any(|t| *t == trial_id)).map(|e| e.id)
     }
 
-    /// Applies the experiment's checkpoint GC policy. Failures are logged: GC is idempotent and
-    /// runs again the next time the experiment's checkpoints are collected.
+    /// Applies the experiment's checkpoint GC policy as a `TASK_TYPE_CHECKPOINT_GC` task off the
+    /// loop. Failures are logged: GC is idempotent and runs again the next time the experiment's
+    /// checkpoints are collected.
     pub(super) async fn collect_checkpoints(&self, experiment_id: i32, config: &Value) {
         let protected: Vec<String> =
             self.trials.values().filter(|t| t.experiment_id == experiment_id).filter_map(|t| t.warm_start.clone()).collect();
-        match crate::services::checkpoint_gc::collect_experiment_checkpoints(self.store.as_ref(), experiment_id, config, &protected).await {
-            Ok(report) if !report.deleted.is_empty() => {
-                tracing::info!(experiment = experiment_id, deleted = report.deleted.len(), "checkpoint GC deleted checkpoints");
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(experiment = experiment_id, error = %e, "checkpoint GC failed"),
-        }
+        crate::services::checkpoint_gc::CheckpointGc::new(self.store.clone()).spawn(experiment_id, config.clone(), protected);
     }
 }
 
