@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use resolute_agent::devices::{artificial_devices, cpu_device, parse_nvidia_smi};
-use resolute_agent::storage::{rewrite_experiment_config, shared_fs_to_directory};
 use resolute_agent::workdir::extract_tar_gz;
 use resolute_agent::{
     AgentConfig, Device, DeviceError, DeviceSources, DeviceType, Entrypoint, LogLine, Runtime, RuntimeError, RuntimeEvent, RuntimeOptions,
     SlotType, StdType, TaskExit, TaskSpec, TaskType, WorkDirError, detect_devices, select_devices,
 };
+use resolute_storage::{rewrite_experiment_config, shared_fs_to_directory};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::Receiver;
 

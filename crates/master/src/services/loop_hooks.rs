@@ -7,6 +7,7 @@ use resolute_store::Store;
 use serde_json::Value;
 
 use super::TaskLogService;
+use super::checkpoint_gc::CheckpointGc;
 use crate::cluster::LoopHooks;
 
 pub struct ServiceHooks {
@@ -22,17 +23,7 @@ impl ServiceHooks {
 
 impl LoopHooks for ServiceHooks {
     fn collect_checkpoints(&self, experiment_id: i32, config: &Value, protected: Vec<String>) {
-        let store = self.store.clone();
-        let config = config.clone();
-        tokio::spawn(async move {
-            match super::checkpoint_gc::collect_experiment_checkpoints(store.as_ref(), experiment_id, &config, &protected).await {
-                Ok(report) if !report.deleted.is_empty() => {
-                    tracing::info!(experiment = experiment_id, deleted = report.deleted.len(), "checkpoint GC deleted checkpoints");
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(experiment = experiment_id, error = %e, "checkpoint GC failed"),
-            }
-        });
+        CheckpointGc::new(self.store.clone()).spawn(experiment_id, config.clone(), protected);
     }
 
     fn task_ended(&self, _task_id: &str) {

@@ -1,17 +1,20 @@
 //! Checkpoint files: download as tar and tar.gz, the 4xx cases, garbage collection by the
-//! experiment's retention policy, and `DELETE /api/v1/checkpoints`.
+//! experiment's retention policy (inline, and as a `TASK_TYPE_CHECKPOINT_GC` task), and
+//! `DELETE /api/v1/checkpoints`.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use flate2::read::GzDecoder;
-use resolute_master::services::checkpoint_gc::collect_experiment_checkpoints;
+use resolute_master::services::checkpoint_gc::{CHECKPOINT_GC_TASK_TYPE, CheckpointGc, collect_experiment_checkpoints};
+use resolute_store::{TaskFilter, TaskWithAllocations};
 use serde_json::json;
 
 use crate::experiments::create;
 use crate::harness::{TestMaster, assert_error};
-use crate::seed;
+use crate::seed::{self, stream_results};
 
 fn yaml(name: &str, storage: &str) -> String {
     format!(
@@ -153,4 +156,84 @@ pub async fn gc_keeps_best_and_latest_and_is_idempotent(m: &TestMaster) {
     assert!(storage.path().join("a-400").exists(), "nothing is deleted when one uuid is unknown");
     let empty = m.send(m.http.delete(format!("{}/api/v1/checkpoints", m.base)).bearer_auth(&admin).json(&json!({}))).await;
     assert_error(&empty, 400, "InvalidArgument");
+}
+
+/// The ended checkpoint GC tasks, once `want` of them have ended (polled with a deadline).
+async fn ended_gc_tasks(m: &TestMaster, want: usize) -> Vec<TaskWithAllocations> {
+    let filter = TaskFilter { task_type: Some(CHECKPOINT_GC_TASK_TYPE.to_owned()), open_only: false };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let tasks = m.store.list_tasks(&filter).await.unwrap();
+        if tasks.iter().filter(|t| t.task.end_time.is_some()).count() >= want {
+            return tasks;
+        }
+        assert!(Instant::now() < deadline, "{want} GC task(s) never ended: {tasks:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn task_log_lines(m: &TestMaster, token: &str, task_id: &str) -> Vec<(String, String)> {
+    let r = m.get(&format!("/api/v1/tasks/{task_id}/logs"), Some(token)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    stream_results(&r.text)
+        .iter()
+        .map(|l| (l["level"].as_str().unwrap().to_owned(), l["log"].as_str().unwrap().trim_end().to_owned()))
+        .collect()
+}
+
+pub async fn gc_runs_as_a_task_with_its_logs(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let storage = tempfile::tempdir().unwrap();
+    let dir = format!("{{type: directory, container_path: {}}}", storage.path().display());
+    let exp = create(m, &admin, &yaml("gc-task", &dir), false).await;
+    let trial = seed::trial(m, exp, 1).await;
+    // Best is 200, latest 400; 300 is protected (a live trial starts from it): only 100 goes.
+    for (uuid, steps, metric) in [("g-100", 100, Some(0.5)), ("g-200", 200, Some(0.9)), ("g-300", 300, Some(0.7)), ("g-400", 400, None)] {
+        seed::checkpoint(m, &trial, uuid, steps, metric, "STATE_COMPLETED").await;
+        write_files(storage.path(), uuid);
+    }
+    let exp_id = i32::try_from(exp).unwrap();
+    let config = m.store.experiment_by_id(exp_id).await.unwrap().config;
+
+    // A burst of requests returns at once; the runs never overlap, so one task deletes g-100 and
+    // the coalesced run after it finds nothing to do (and, as upstream, creates no task).
+    let gc = CheckpointGc::new(m.store.clone());
+    for _ in 0..5 {
+        gc.spawn(exp_id, config.clone(), vec!["g-300".to_owned()]);
+    }
+    let tasks = ended_gc_tasks(m, 1).await;
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    let task = &tasks[0].task;
+    assert!(uuid::Uuid::parse_str(&task.task_id).is_ok(), "{}", task.task_id);
+    assert!(task.end_time.unwrap() >= task.start_time);
+    assert!(tasks[0].allocations.is_empty());
+    assert_eq!(
+        task_log_lines(m, &admin, &task.task_id).await,
+        [
+            ("LOG_LEVEL_INFO".to_owned(), format!("deleting 1 checkpoint(s) of experiment {exp}: g-100")),
+            ("LOG_LEVEL_INFO".to_owned(), "deleted 1 checkpoint(s)".to_owned()),
+        ]
+    );
+    for (uuid, kept) in [("g-100", false), ("g-200", true), ("g-300", true), ("g-400", true)] {
+        assert_eq!(storage.path().join(uuid).exists(), kept, "{uuid} files");
+        assert_eq!(m.store.checkpoint_by_uuid(uuid).await.unwrap().state, if kept { "STATE_COMPLETED" } else { "STATE_DELETED" });
+    }
+
+    // Unprotected, 300 goes too. A failure (cloud storage) is the task's log, and it still ends.
+    gc.spawn(exp_id, config.clone(), Vec::new());
+    let tasks = ended_gc_tasks(m, 2).await;
+    assert!(!storage.path().join("g-300").exists());
+    let s3 = create(m, &admin, &yaml("gc-s3", "{type: s3, bucket: b}"), false).await;
+    let s3_trial = seed::trial(m, s3, 1).await;
+    for (uuid, steps) in [("s-100", 100), ("s-200", 200)] {
+        seed::checkpoint(m, &s3_trial, uuid, steps, None, "STATE_COMPLETED").await;
+    }
+    let s3_id = i32::try_from(s3).unwrap();
+    gc.spawn(s3_id, m.store.experiment_by_id(s3_id).await.unwrap().config, Vec::new());
+    let failed = ended_gc_tasks(m, 3).await.into_iter().find(|t| tasks.iter().all(|old| old.task.task_id != t.task.task_id)).unwrap();
+    let lines = task_log_lines(m, &admin, &failed.task.task_id).await;
+    assert_eq!(lines[0], ("LOG_LEVEL_INFO".to_owned(), format!("deleting 1 checkpoint(s) of experiment {s3}: s-100")));
+    assert_eq!(lines[1].0, "LOG_LEVEL_ERROR");
+    assert!(lines[1].1.starts_with("checkpoint GC failed: checkpoint storage type \"s3\" is not supported"), "{lines:?}");
+    assert_eq!(m.store.checkpoint_by_uuid("s-100").await.unwrap().state, "STATE_COMPLETED");
 }

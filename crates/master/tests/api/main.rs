@@ -76,6 +76,7 @@ harness::api_test!(tasks::tasks_list_get_and_count);
 harness::api_test!(tasks::trial_workloads_filter_sort_and_page);
 harness::api_test!(checkpoint_files::download_as_tar_and_tar_gz);
 harness::api_test!(checkpoint_files::gc_keeps_best_and_latest_and_is_idempotent);
+harness::api_test!(checkpoint_files::gc_runs_as_a_task_with_its_logs);
 harness::api_test!(searcher_state::searcher_state_shows_rungs_and_decisions);
 harness::api_test!(owned master_restart::restarted_master_resumes_trials_and_search);
 

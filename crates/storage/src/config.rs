@@ -1,0 +1,252 @@
+//! `checkpoint_storage` as far as file locations go, and the root directory it names.
+
+use std::path::{Component, Path, PathBuf};
+
+use resolute_expconf::{CheckpointStorage, StorageBackend};
+use serde_json::Value;
+
+use crate::error::StorageError;
+use crate::local::{CheckpointStore, LocalDirectory};
+
+/// Object stores the harness writes to and this crate cannot read yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloudKind {
+    S3,
+    Gcs,
+    Azure,
+}
+
+impl CloudKind {
+    /// The `type` of its `checkpoint_storage`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloudKind::S3 => "s3",
+            CloudKind::Gcs => "gcs",
+            CloudKind::Azure => "azure",
+        }
+    }
+}
+
+/// Where a `checkpoint_storage` keeps checkpoints. Paths are as written; [`StorageConfig::root`]
+/// checks and normalises them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StorageConfig {
+    /// A host directory (`host_path`, below it the first non-empty of `storage_path` and the
+    /// legacy `checkpoint_path`).
+    SharedFs {
+        host_path: String,
+        storage_path: Option<String>,
+    },
+    /// A directory as the task sees it; on our agents, the host's.
+    Directory {
+        container_path: String,
+    },
+    Cloud(CloudKind),
+}
+
+impl StorageConfig {
+    /// Reads a `checkpoint_storage` object. A missing `type` is [`StorageError::Missing`], an
+    /// unknown one [`StorageError::Unsupported`]; relative paths are only refused by `root`.
+    pub fn from_json(storage: &Value) -> Result<Self, StorageError> {
+        let kind = storage.get("type").and_then(Value::as_str).ok_or(StorageError::Missing)?;
+        let string = |key: &str| storage.get(key).and_then(Value::as_str);
+        let required = |field: &'static str| string(field).map(str::to_owned).ok_or(StorageError::NotAbsolute { field, value: None });
+        Ok(match kind {
+            "shared_fs" => StorageConfig::SharedFs {
+                host_path: required("host_path")?,
+                // Legacy `checkpoint_path` stands in for a missing `storage_path`, as in the harness.
+                storage_path: ["storage_path", "checkpoint_path"].into_iter().filter_map(string).find(|s| !s.is_empty()).map(str::to_owned),
+            },
+            "directory" => StorageConfig::Directory { container_path: required("container_path")? },
+            "s3" => StorageConfig::Cloud(CloudKind::S3),
+            "gcs" => StorageConfig::Cloud(CloudKind::Gcs),
+            "azure" => StorageConfig::Cloud(CloudKind::Azure),
+            other => return Err(StorageError::Unsupported(other.to_owned())),
+        })
+    }
+
+    /// The `checkpoint_storage` of an experiment config.
+    pub fn from_experiment_config(config: &Value) -> Result<Self, StorageError> {
+        Self::from_json(config.get("checkpoint_storage").filter(|s| s.is_object()).ok_or(StorageError::Missing)?)
+    }
+
+    /// The storage type, as `checkpoint_storage.type` spells it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StorageConfig::SharedFs { .. } => "shared_fs",
+            StorageConfig::Directory { .. } => "directory",
+            StorageConfig::Cloud(kind) => kind.as_str(),
+        }
+    }
+
+    /// The directory holding every checkpoint, lexically normalised.
+    pub fn root(&self) -> Result<PathBuf, StorageError> {
+        match self {
+            StorageConfig::SharedFs { host_path, storage_path } => {
+                let host_path = absolute("host_path", host_path)?;
+                let Some(storage_path) = storage_path.as_deref().filter(|s| !s.is_empty()) else { return Ok(host_path) };
+                // As `os.path.join`: an absolute storage_path replaces host_path, yet must lie below it.
+                let full = normalize(&host_path.join(storage_path));
+                if !full.starts_with(&host_path) {
+                    return Err(StorageError::OutsideHostPath {
+                        host_path: host_path.display().to_string(),
+                        storage_path: storage_path.to_owned(),
+                    });
+                }
+                Ok(full)
+            }
+            StorageConfig::Directory { container_path } => absolute("container_path", container_path),
+            StorageConfig::Cloud(kind) => Err(StorageError::Unsupported(kind.as_str().to_owned())),
+        }
+    }
+
+    /// A checkpoint's directory. The uuid names one directory entry, never a path.
+    pub fn checkpoint_dir(&self, uuid: &str) -> Result<PathBuf, StorageError> {
+        validate_uuid(uuid)?;
+        Ok(self.root()?.join(uuid))
+    }
+
+    /// The store that deletes and finds this storage's checkpoint files.
+    pub fn open(&self) -> Result<Box<dyn CheckpointStore>, StorageError> {
+        Ok(Box::new(LocalDirectory::new(self.root()?)))
+    }
+}
+
+impl From<&CheckpointStorage> for StorageConfig {
+    fn from(storage: &CheckpointStorage) -> Self {
+        match &storage.backend {
+            StorageBackend::SharedFs { host_path, storage_path, checkpoint_path, .. } => StorageConfig::SharedFs {
+                host_path: host_path.clone(),
+                storage_path: [storage_path, checkpoint_path].into_iter().flatten().find(|s| !s.is_empty()).cloned(),
+            },
+            StorageBackend::Directory { container_path } => StorageConfig::Directory { container_path: container_path.clone() },
+            StorageBackend::S3 { .. } => StorageConfig::Cloud(CloudKind::S3),
+            StorageBackend::Gcs { .. } => StorageConfig::Cloud(CloudKind::Gcs),
+            StorageBackend::Azure { .. } => StorageConfig::Cloud(CloudKind::Azure),
+        }
+    }
+}
+
+/// A checkpoint uuid must name a single directory entry: no separators, not `.` or `..`.
+pub fn validate_uuid(uuid: &str) -> Result<(), StorageError> {
+    let valid = !uuid.is_empty()
+        && uuid.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        && uuid != "."
+        && uuid != "..";
+    if valid { Ok(()) } else { Err(StorageError::BadUuid(uuid.to_owned())) }
+}
+
+fn absolute(field: &'static str, value: &str) -> Result<PathBuf, StorageError> {
+    if !Path::new(value).is_absolute() {
+        return Err(StorageError::NotAbsolute { field, value: Some(value.to_owned()) });
+    }
+    Ok(normalize(Path::new(value)))
+}
+
+/// `os.path.normpath` for absolute paths: drops `.`, applies `..` (never above `/`).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            Component::Normal(part) => out.push(part),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn root(storage: Value) -> Result<PathBuf, StorageError> {
+        StorageConfig::from_json(&storage)?.root()
+    }
+
+    #[test]
+    fn shared_fs_root_follows_the_harness_rules() {
+        assert_eq!(root(json!({"type":"shared_fs","host_path":"/h/"})).unwrap(), PathBuf::from("/h"));
+        assert_eq!(root(json!({"type":"shared_fs","host_path":"/h","storage_path":"a/./b"})).unwrap(), PathBuf::from("/h/a/b"));
+        assert_eq!(root(json!({"type":"shared_fs","host_path":"/h","storage_path":"/h/x"})).unwrap(), PathBuf::from("/h/x"));
+        assert_eq!(root(json!({"type":"shared_fs","host_path":"/h","storage_path":"a/../b"})).unwrap(), PathBuf::from("/h/b"));
+        assert_eq!(root(json!({"type":"shared_fs","host_path":"/h","checkpoint_path":"old"})).unwrap(), PathBuf::from("/h/old"));
+        assert_eq!(
+            root(json!({"type":"shared_fs","host_path":"/h","storage_path":"","checkpoint_path":"old"})).unwrap(),
+            PathBuf::from("/h/old")
+        );
+        for escape in ["../x", "/etc", "/h/../x"] {
+            assert!(
+                matches!(
+                    root(json!({"type":"shared_fs","host_path":"/h","storage_path":escape})),
+                    Err(StorageError::OutsideHostPath { .. })
+                ),
+                "{escape}"
+            );
+        }
+        let err = root(json!({"type":"shared_fs","host_path":"/h","storage_path":"../x"})).unwrap_err();
+        assert_eq!(err.to_string(), r#"checkpoint_storage.storage_path "../x" must be a subdirectory of host_path "/h""#);
+    }
+
+    #[test]
+    fn resolves_shared_fs_and_directory_checkpoint_dirs() {
+        let shared = StorageConfig::from_json(&json!({"type": "shared_fs", "host_path": "/mnt/ckpt"})).unwrap();
+        assert_eq!(shared.checkpoint_dir("abc-1").unwrap(), PathBuf::from("/mnt/ckpt/abc-1"));
+        let sub = json!({"type": "shared_fs", "host_path": "/mnt/ckpt", "storage_path": "team/a"});
+        assert_eq!(root(sub).unwrap(), PathBuf::from("/mnt/ckpt/team/a"));
+        let dir = StorageConfig::from_json(&json!({"type": "directory", "container_path": "/data/./c"})).unwrap();
+        assert_eq!(dir.checkpoint_dir("u").unwrap(), PathBuf::from("/data/c/u"));
+        let config = json!({"checkpoint_storage": {"type": "directory", "container_path": "/d"}});
+        assert_eq!(StorageConfig::from_experiment_config(&config).unwrap().root().unwrap(), PathBuf::from("/d"));
+        assert!(matches!(StorageConfig::from_experiment_config(&json!({"name": "x"})), Err(StorageError::Missing)));
+    }
+
+    #[test]
+    fn rejects_cloud_and_unknown_types_relative_paths_and_path_uuids() {
+        for kind in ["s3", "gcs", "azure", "hdfs"] {
+            let err = root(json!({"type": kind, "bucket": "b"})).unwrap_err();
+            assert!(matches!(&err, StorageError::Unsupported(k) if k == kind), "{err}");
+            assert!(err.to_string().contains("not supported by this master yet"), "{err}");
+        }
+        assert!(matches!(root(json!({"host_path": "/h"})), Err(StorageError::Missing)));
+        let relative = root(json!({"type": "shared_fs", "host_path": "rel"})).unwrap_err();
+        assert_eq!(relative.to_string(), r#"checkpoint_storage.host_path must be an absolute path, found "rel""#);
+        let missing = root(json!({"type": "shared_fs"})).unwrap_err();
+        assert!(matches!(missing, StorageError::NotAbsolute { field: "host_path", value: None }));
+        assert_eq!(missing.to_string(), r#"checkpoint_storage.host_path must be an absolute path, found """#);
+        assert!(matches!(root(json!({"type": "directory", "container_path": "c"})), Err(StorageError::NotAbsolute { .. })));
+        let shared = StorageConfig::from_json(&json!({"type": "shared_fs", "host_path": "/mnt"})).unwrap();
+        for bad in ["", ".", "..", "a/b", "../x", "/abs"] {
+            assert!(matches!(shared.checkpoint_dir(bad), Err(StorageError::BadUuid(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn typed_config_gives_the_same_root() {
+        let json = json!({"type": "shared_fs", "host_path": "/mnt", "checkpoint_path": "legacy"});
+        let typed = CheckpointStorage {
+            backend: StorageBackend::SharedFs {
+                host_path: "/mnt".into(),
+                storage_path: None,
+                propagation: "rprivate".into(),
+                container_path: None,
+                checkpoint_path: Some("legacy".into()),
+                tensorboard_path: None,
+            },
+            save_experiment_best: 0,
+            save_trial_best: 1,
+            save_trial_latest: 1,
+        };
+        assert_eq!(StorageConfig::from(&typed), StorageConfig::from_json(&json).unwrap());
+        assert_eq!(StorageConfig::from(&typed).root().unwrap(), PathBuf::from("/mnt/legacy"));
+        let s3 = CheckpointStorage {
+            backend: StorageBackend::S3 { bucket: "b".into(), access_key: None, secret_key: None, endpoint_url: None, prefix: None },
+            ..typed
+        };
+        assert_eq!(StorageConfig::from(&s3), StorageConfig::Cloud(CloudKind::S3));
+    }
+}

@@ -1,0 +1,20 @@
+//! The one place that knows where checkpoints live.
+//!
+//! A `checkpoint_storage` config (JSON, as stored with an experiment, or the typed one from
+//! `resolute-expconf`) becomes a [`StorageConfig`]; [`StorageConfig::root`] computes the directory
+//! holding every checkpoint (`shared_fs`: `host_path[/storage_path]`, as the harness's
+//! `_full_storage_path`; `directory`: `container_path`), [`StorageConfig::checkpoint_dir`] one
+//! checkpoint's. The agent rewrites `shared_fs` to `directory` with the same root
+//! ([`shared_fs_to_directory`]), so trials write exactly where the master looks. The master
+//! deletes and reads files through a [`CheckpointStore`] ([`StorageConfig::open`]); cloud storages
+//! (s3, gcs, azure) are [`StorageError::Unsupported`] until they get a store of their own.
+
+mod config;
+mod error;
+mod local;
+mod rewrite;
+
+pub use config::{CloudKind, StorageConfig, validate_uuid};
+pub use error::StorageError;
+pub use local::{CheckpointStore, Deletion, LocalDirectory};
+pub use rewrite::{rewrite_experiment_config, shared_fs_to_directory};
