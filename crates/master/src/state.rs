@@ -6,7 +6,9 @@ use resolute_store::Store;
 
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
-use crate::services::{AuthService, CommandService, ExperimentService, SessionCache, TaskLogService, TaskService, TrialRuntimeService, UserService};
+use crate::services::{
+    AuthService, CommandService, ExperimentService, SessionCache, TaskLogService, TaskService, TrialRuntimeService, UserService,
+};
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
 #[derive(Clone, Debug)]

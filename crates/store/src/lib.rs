@@ -34,7 +34,7 @@ pub use model_checkpoints::{
 pub use model_commands::{CommandTaskFilter, CommandTaskRecord, NewCommandTask, NewTemplate, TemplateFilter, TemplateRecord};
 pub use model_experiments::{
     DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID, ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, ExperimentSort,
-    NewExperiment, ProjectRecord,
+    NewExperiment, ProjectRecord, WorkspaceRecord,
 };
 pub use model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
 pub use model_metrics::{
@@ -89,6 +89,8 @@ pub trait Store: Send + Sync + 'static {
 
     async fn project_by_id(&self, id: i32) -> StoreResult<ProjectRecord>;
     async fn project_by_names(&self, workspace: &str, project: &str) -> StoreResult<ProjectRecord>;
+    /// Every workspace, by id, with its project and experiment counts.
+    async fn list_workspaces(&self) -> StoreResult<Vec<WorkspaceRecord>>;
 
     // ---- experiments ----
     // State changes write `end_time` as given: a terminal state sets it, any other clears it.

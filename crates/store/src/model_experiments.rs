@@ -15,6 +15,19 @@ pub const DEFAULT_PROJECT_ID: i32 = 1;
 
 /// A project with the workspace it belongs to.
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+pub struct WorkspaceRecord {
+    pub id: i32,
+    pub name: String,
+    pub archived: bool,
+    pub immutable: bool,
+    pub user_id: Option<i32>,
+    /// The creator's username; empty for the built-in workspace.
+    pub username: String,
+    pub num_projects: i64,
+    pub num_experiments: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct ProjectRecord {
     pub id: i32,
     pub name: String,

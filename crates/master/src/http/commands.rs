@@ -4,10 +4,9 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use resolute_api::commands::{
-    Command, Container, ContainerState, GetCommandResponse, GetCommandsResponse, GetNotebookResponse, GetNotebooksResponse,
-    GetNtscQuery, GetShellResponse, GetShellsResponse, GetTensorboardResponse, GetTensorboardsResponse, KillCommandResponse,
-    KillNotebookResponse, KillShellResponse, KillTensorboardResponse, LaunchCommandResponse, LaunchNtscRequest, Notebook, NtscBase,
-    Shell, Tensorboard,
+    Command, Container, ContainerState, GetCommandResponse, GetCommandsResponse, GetNotebookResponse, GetNotebooksResponse, GetNtscQuery,
+    GetShellResponse, GetShellsResponse, GetTensorboardResponse, GetTensorboardsResponse, KillCommandResponse, KillNotebookResponse,
+    KillShellResponse, KillTensorboardResponse, LaunchCommandResponse, LaunchNtscRequest, Notebook, NtscBase, Shell, Tensorboard,
 };
 use resolute_api::error::ErrorBody;
 use resolute_api::files::File;
@@ -24,7 +23,15 @@ use crate::state::AppState;
 pub(super) fn context_files(files: Vec<File>) -> Vec<ContextFile> {
     files
         .into_iter()
-        .map(|f| ContextFile { path: f.path, type_flag: f.file_type, content: f.content, mtime: f.mtime, mode: f.mode, uid: f.uid, gid: f.gid })
+        .map(|f| ContextFile {
+            path: f.path,
+            type_flag: f.file_type,
+            content: f.content,
+            mtime: f.mtime,
+            mode: f.mode,
+            uid: f.uid,
+            gid: f.gid,
+        })
         .collect()
 }
 
@@ -89,9 +96,19 @@ pub(super) fn shell(view: &CommandView) -> Shell {
 
 pub(super) fn tensorboard(view: &CommandView) -> Tensorboard {
     let ids = |k: &str| -> Vec<i32> {
-        view.record.extra.get(k).and_then(|v| v.as_array()).map(|a| a.iter().filter_map(|i| i.as_i64()?.try_into().ok()).collect()).unwrap_or_default()
+        view.record
+            .extra
+            .get(k)
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|i| i.as_i64()?.try_into().ok()).collect())
+            .unwrap_or_default()
     };
-    Tensorboard { base: base(view), experiment_ids: ids("experimentIds"), trial_ids: ids("trialIds"), service_address: service_address(view) }
+    Tensorboard {
+        base: base(view),
+        experiment_ids: ids("experimentIds"),
+        trial_ids: ids("trialIds"),
+        service_address: service_address(view),
+    }
 }
 
 #[utoipa::path(post, path = "/api/v1/commands", tag = "Commands", request_body = LaunchNtscRequest,
@@ -127,28 +144,44 @@ async fn list(state: &AppState, kind: TaskType, q: GetNtscQuery) -> ApiResult<Ve
 
 #[utoipa::path(get, path = "/api/v1/commands", tag = "Commands", params(GetNtscQuery), responses((status = 200, body = GetCommandsResponse)),
     security(("bearer" = [])))]
-pub async fn list_commands(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<GetNtscQuery>) -> ApiResult<Json<GetCommandsResponse>> {
+pub async fn list_commands(
+    State(state): State<AppState>,
+    _caller: Principal,
+    QueryParams(q): QueryParams<GetNtscQuery>,
+) -> ApiResult<Json<GetCommandsResponse>> {
     let views = list(&state, TaskType::Command, q).await?;
     Ok(Json(GetCommandsResponse { commands: views.iter().map(command).collect(), pagination: None }))
 }
 
 #[utoipa::path(get, path = "/api/v1/notebooks", tag = "Notebooks", params(GetNtscQuery), responses((status = 200, body = GetNotebooksResponse)),
     security(("bearer" = [])))]
-pub async fn list_notebooks(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<GetNtscQuery>) -> ApiResult<Json<GetNotebooksResponse>> {
+pub async fn list_notebooks(
+    State(state): State<AppState>,
+    _caller: Principal,
+    QueryParams(q): QueryParams<GetNtscQuery>,
+) -> ApiResult<Json<GetNotebooksResponse>> {
     let views = list(&state, TaskType::Notebook, q).await?;
     Ok(Json(GetNotebooksResponse { notebooks: views.iter().map(notebook).collect(), pagination: None }))
 }
 
 #[utoipa::path(get, path = "/api/v1/shells", tag = "Shells", params(GetNtscQuery), responses((status = 200, body = GetShellsResponse)),
     security(("bearer" = [])))]
-pub async fn list_shells(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<GetNtscQuery>) -> ApiResult<Json<GetShellsResponse>> {
+pub async fn list_shells(
+    State(state): State<AppState>,
+    _caller: Principal,
+    QueryParams(q): QueryParams<GetNtscQuery>,
+) -> ApiResult<Json<GetShellsResponse>> {
     let views = list(&state, TaskType::Shell, q).await?;
     Ok(Json(GetShellsResponse { shells: views.iter().map(shell).collect(), pagination: None }))
 }
 
 #[utoipa::path(get, path = "/api/v1/tensorboards", tag = "TensorBoards", params(GetNtscQuery), responses((status = 200, body = GetTensorboardsResponse)),
     security(("bearer" = [])))]
-pub async fn list_tensorboards(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<GetNtscQuery>) -> ApiResult<Json<GetTensorboardsResponse>> {
+pub async fn list_tensorboards(
+    State(state): State<AppState>,
+    _caller: Principal,
+    QueryParams(q): QueryParams<GetNtscQuery>,
+) -> ApiResult<Json<GetTensorboardsResponse>> {
     let views = list(&state, TaskType::Tensorboard, q).await?;
     Ok(Json(GetTensorboardsResponse { tensorboards: views.iter().map(tensorboard).collect(), pagination: None }))
 }
@@ -162,7 +195,11 @@ pub async fn get_command(State(state): State<AppState>, _caller: Principal, Path
 
 #[utoipa::path(get, path = "/api/v1/notebooks/{notebookId}", tag = "Notebooks", params(("notebookId" = String, Path)),
     responses((status = 200, body = GetNotebookResponse), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
-pub async fn get_notebook(State(state): State<AppState>, _caller: Principal, Path(id): Path<String>) -> ApiResult<Json<GetNotebookResponse>> {
+pub async fn get_notebook(
+    State(state): State<AppState>,
+    _caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<GetNotebookResponse>> {
     let view = state.commands.get(TaskType::Notebook, &id).await?;
     Ok(Json(GetNotebookResponse { notebook: notebook(&view), config: view.record.config.clone() }))
 }
@@ -176,21 +213,33 @@ pub async fn get_shell(State(state): State<AppState>, _caller: Principal, Path(i
 
 #[utoipa::path(get, path = "/api/v1/tensorboards/{tensorboardId}", tag = "TensorBoards", params(("tensorboardId" = String, Path)),
     responses((status = 200, body = GetTensorboardResponse), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
-pub async fn get_tensorboard(State(state): State<AppState>, _caller: Principal, Path(id): Path<String>) -> ApiResult<Json<GetTensorboardResponse>> {
+pub async fn get_tensorboard(
+    State(state): State<AppState>,
+    _caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<GetTensorboardResponse>> {
     let view = state.commands.get(TaskType::Tensorboard, &id).await?;
     Ok(Json(GetTensorboardResponse { tensorboard: tensorboard(&view), config: view.record.config.clone() }))
 }
 
 #[utoipa::path(post, path = "/api/v1/commands/{commandId}/kill", tag = "Commands", params(("commandId" = String, Path)),
     responses((status = 200, body = KillCommandResponse), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
-pub async fn kill_command(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<KillCommandResponse>> {
+pub async fn kill_command(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<KillCommandResponse>> {
     let view = state.commands.kill(&caller, TaskType::Command, &id).await?;
     Ok(Json(KillCommandResponse { command: Some(command(&view)) }))
 }
 
 #[utoipa::path(post, path = "/api/v1/notebooks/{notebookId}/kill", tag = "Notebooks", params(("notebookId" = String, Path)),
     responses((status = 200, body = KillNotebookResponse), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
-pub async fn kill_notebook(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<KillNotebookResponse>> {
+pub async fn kill_notebook(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<KillNotebookResponse>> {
     let view = state.commands.kill(&caller, TaskType::Notebook, &id).await?;
     Ok(Json(KillNotebookResponse { notebook: Some(notebook(&view)) }))
 }
@@ -204,7 +253,11 @@ pub async fn kill_shell(State(state): State<AppState>, caller: Principal, Path(i
 
 #[utoipa::path(post, path = "/api/v1/tensorboards/{tensorboardId}/kill", tag = "TensorBoards", params(("tensorboardId" = String, Path)),
     responses((status = 200, body = KillTensorboardResponse), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
-pub async fn kill_tensorboard(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<KillTensorboardResponse>> {
+pub async fn kill_tensorboard(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<KillTensorboardResponse>> {
     let view = state.commands.kill(&caller, TaskType::Tensorboard, &id).await?;
     Ok(Json(KillTensorboardResponse { tensorboard: Some(tensorboard(&view)) }))
 }

@@ -23,6 +23,7 @@ mod tasks;
 mod trial_metrics;
 mod users;
 mod workloads;
+mod workspaces;
 
 use std::convert::Infallible;
 
@@ -112,6 +113,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/trials/{id}/logs/fields", get(logs::trial_logs_fields))
         .route("/api/v1/trials/{id}/workloads", get(workloads::list))
         .route("/api/v1/tasks", get(tasks::list))
+        .route("/api/v1/workspaces", get(workspaces::list))
         .route("/api/v1/commands", get(commands::list_commands).post(commands::launch_command))
         .route("/api/v1/commands/{id}", get(commands::get_command))
         .route("/api/v1/commands/{id}/kill", post(commands::kill_command))

@@ -66,6 +66,7 @@ use utoipa::{Modify, OpenApi};
         super::logs::task_logs_fields,
         super::workloads::list,
         super::tasks::list,
+        super::workspaces::list,
         super::commands::launch_command,
         super::commands::list_commands,
         super::commands::list_notebooks,

@@ -1,9 +1,9 @@
 //! Business rules, independent of HTTP: handlers parse and render, services decide.
 
 mod auth;
-mod commands;
 pub mod checkpoint_gc;
 pub mod checkpoint_storage;
+mod commands;
 mod experiment_changes;
 mod experiment_items;
 mod experiments;

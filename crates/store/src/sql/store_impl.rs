@@ -14,7 +14,9 @@ use crate::log_chunk::NewLogChunk;
 use crate::model::{AuthenticatedSession, NewSession, NewUser, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord};
 use crate::model_checkpoints::{CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, NewCheckpoint};
 use crate::model_commands::{CommandTaskFilter, CommandTaskRecord, NewCommandTask, NewTemplate, TemplateFilter, TemplateRecord};
-use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment, ProjectRecord};
+use crate::model_experiments::{
+    ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment, ProjectRecord, WorkspaceRecord,
+};
 use crate::model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport};
 use crate::model_tasks::{
@@ -87,6 +89,10 @@ impl Store for SqlStore {
 
     async fn project_by_names(&self, workspace: &str, project: &str) -> StoreResult<ProjectRecord> {
         self.project_by_names_impl(workspace, project).await
+    }
+
+    async fn list_workspaces(&self) -> StoreResult<Vec<WorkspaceRecord>> {
+        self.list_workspaces_impl().await
     }
 
     async fn create_experiment(&self, experiment: NewExperiment) -> StoreResult<ExperimentRecord> {

@@ -1,8 +1,8 @@
-//! Workspaces and projects: for now only looked up (the schema creates the default pair).
+//! Workspaces and projects: for now only looked up and listed (the schema creates the default pair).
 
 use super::{SqlStore, on_pool};
 use crate::error::{StoreError, StoreResult};
-use crate::model_experiments::ProjectRecord;
+use crate::model_experiments::{ProjectRecord, WorkspaceRecord};
 
 /// The project query with its workspace joined, narrowed by a literal WHERE clause.
 macro_rules! project_select {
@@ -16,6 +16,14 @@ macro_rules! project_select {
 }
 
 impl SqlStore {
+    pub(crate) async fn list_workspaces_impl(&self) -> StoreResult<Vec<WorkspaceRecord>> {
+        const SQL: &str = "SELECT w.id, w.name, w.archived, w.immutable, w.user_id, COALESCE(u.username, '') AS username, \
+             (SELECT COUNT(*) FROM projects p WHERE p.workspace_id = w.id) AS num_projects, \
+             (SELECT COUNT(*) FROM experiments e JOIN projects p ON p.id = e.project_id WHERE p.workspace_id = w.id) AS num_experiments \
+             FROM workspaces w LEFT JOIN users u ON u.id = w.user_id ORDER BY w.id";
+        Ok(on_pool!(self, pool => { sqlx::query_as::<_, WorkspaceRecord>(SQL).fetch_all(pool).await? }))
+    }
+
     pub(crate) async fn project_by_id_impl(&self, id: i32) -> StoreResult<ProjectRecord> {
         const SQL: &str = project_select!("WHERE p.id = $1");
         let found = on_pool!(self, pool => {

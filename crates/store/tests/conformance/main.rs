@@ -77,6 +77,7 @@ harness::conformance!(commands::failed_creates_leave_no_rows);
 harness::conformance!(commands::extra_and_priority_updates);
 harness::conformance!(commands::nul_text_is_refused_alike);
 harness::conformance!(templates::put_replaces_by_name);
+harness::conformance!(templates::the_default_workspace_is_listed);
 harness::conformance!(templates::list_filters_and_pages);
 harness::conformance!(templates::delete_removes);
 harness::conformance!(templates::nul_names_are_refused_alike);

@@ -96,3 +96,10 @@ pub async fn nul_names_are_refused_alike(store: &dyn Store) {
     assert_eq!(names(store, filter).await, (vec![], 0));
     assert_eq!(names(store, TemplateFilter::default()).await.1, 1);
 }
+
+pub async fn the_default_workspace_is_listed(store: &dyn Store) {
+    let workspaces = store.list_workspaces().await.unwrap();
+    assert_eq!(workspaces.len(), 1, "{workspaces:?}");
+    let w = &workspaces[0];
+    assert_eq!((w.id, w.name.as_str(), w.immutable, w.archived, w.num_projects), (DEFAULT_WORKSPACE_ID, "Uncategorized", true, false, 1));
+}

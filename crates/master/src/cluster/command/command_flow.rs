@@ -30,7 +30,8 @@ impl Orchestrator {
         if record.end_time.is_some() {
             return Ok(());
         }
-        let task_type = TaskType::parse(&record.task_type).ok_or_else(|| LoopError::Other(format!("unknown task type {}", record.task_type)))?;
+        let task_type =
+            TaskType::parse(&record.task_type).ok_or_else(|| LoopError::Other(format!("unknown task type {}", record.task_type)))?;
         let config = parse_task_config(&record.config, 0, &record.description, false)
             .map_err(|errors| LoopError::Other(format!("stored task config no longer validates: {errors:?}")))?;
         let allocation_id = format!("{task_id}.1");
@@ -52,13 +53,7 @@ impl Orchestrator {
         };
         self.commands.insert(
             task_id.to_owned(),
-            CommandRun {
-                task_type,
-                config,
-                owner: record.owner_username,
-                allocation: Some(allocation_id),
-                killed: false,
-            },
+            CommandRun { task_type, config, owner: record.owner_username, allocation: Some(allocation_id), killed: false },
         );
         self.request_allocation(AllocationOwner::Task(task_id.to_owned()), request).await
     }

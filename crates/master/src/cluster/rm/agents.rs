@@ -171,7 +171,8 @@ impl AgentResourceManager {
                     let Some(c) = self.containers.get_mut(&change.container_id) else { return Vec::new() };
                     c.running = true;
                     let (allocation_id, agent_id) = (c.allocation_id.clone(), c.agent_id.clone());
-                    let host = self.agents.get(&agent_id).and_then(|a| a.addresses.first().cloned()).unwrap_or_else(|| "127.0.0.1".to_owned());
+                    let host =
+                        self.agents.get(&agent_id).and_then(|a| a.addresses.first().cloned()).unwrap_or_else(|| "127.0.0.1".to_owned());
                     let ports = change.ports.iter().map(|(name, port)| (name.clone(), format!("{host}:{port}"))).collect();
                     vec![RmEvent::Running { allocation_id, container_id: change.container_id, ports }]
                 }

@@ -1,0 +1,103 @@
+"""Commands end to end: `det cmd run` with the upstream 0.38.1 CLI and with ours, against a real
+master and agent — output, upstream's exit wording, context upload, list/describe/config, kill,
+requests that can never fit, and unknown ids."""
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from conftest import Agent, DetCli, master_binary
+from experiments import wait_for
+
+SUCCESS = "allocation stopped after resources exited successfully with a zero exit code"
+FAILURE = "resources failed with non-zero exit code"
+
+
+def ours(det: DetCli, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Our `det` with the same master and token cache as the upstream one."""
+    cmd: List[str] = [str(master_binary()), "-m", det.master_url, *args]
+    proc = subprocess.run(cmd, env=det.env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    print(f"$ det(ours) {' '.join(args)}  (exit {proc.returncode})\n{proc.stdout}{proc.stderr}")
+    return proc
+
+
+def command_id(launch_output: str) -> str:
+    # "Launched command (id: <uuid>, name: …)."
+    return launch_output.split("id: ", 1)[1].split(",", 1)[0]
+
+
+def test_upstream_cmd_run_prints_output_and_upstream_wording(det: DetCli, agent: Agent) -> None:
+    det.login("determined")
+    out = det.ok("cmd", "run", "echo hello-from-a-command; python3 -c 'import determined; print(determined.__version__)'")
+    assert "hello-from-a-command" in out and "0.38.1" in out, out
+    assert SUCCESS in out, out
+    task_id = command_id(out)
+    listed = det.ok("cmd", "list")
+    row = next(line for line in listed.splitlines() if task_id in line)
+    assert "TERMINATED" in row and "Uncategorized" in row, row
+    assert "exited successfully" in det.ok("cmd", "describe", task_id)
+    assert "entrypoint" in det.ok("cmd", "config", task_id)
+    # A unique prefix names the command, as upstream's CLI expands it.
+    assert task_id in det.ok("cmd", "describe", task_id[:8])
+
+
+def test_a_failing_command_says_so_in_both_clis(det: DetCli, agent: Agent) -> None:
+    det.login("determined")
+    out = det.ok("cmd", "run", "echo about-to-fail; exit 3")  # upstream's CLI itself exits 0
+    assert "about-to-fail" in out and FAILURE in out and "exit code 3" in out, out
+    proc = ours(det, "cmd", "run", "exit 4")
+    assert proc.returncode != 0, proc
+    assert FAILURE in proc.stdout + proc.stderr and "exit code 4" in proc.stdout + proc.stderr
+    ok = ours(det, "cmd", "run", "python3", "-c", "print(6 * 7)")
+    assert ok.returncode == 0 and "42" in ok.stdout and SUCCESS in ok.stdout, ok
+
+
+def test_context_directory_reaches_the_command(det: DetCli, agent: Agent, tmp_path: Path) -> None:
+    det.login("determined")
+    context = tmp_path / "ctx"
+    context.mkdir()
+    (context / "data.txt").write_text("payload-in-context\n")
+    (context / ".detignore").write_text("ignored.txt\n")
+    (context / "ignored.txt").write_text("must not be uploaded\n")
+    out = det.ok("cmd", "run", "-c", str(context), "cat data.txt; ls")
+    assert "payload-in-context" in out and "ignored.txt" not in out.split("cat data.txt")[-1], out
+    proc = ours(det, "cmd", "run", "-c", str(context), "cat", "data.txt")
+    assert proc.returncode == 0 and "payload-in-context" in proc.stdout, proc
+
+
+def test_kill_a_running_command(det: DetCli, agent: Agent) -> None:
+    det.login("determined")
+    task_id = det.ok("cmd", "run", "-d", "echo started; sleep 600").strip()
+    wait_for("the command to run", lambda: "RUNNING" in det.ok("cmd", "describe", task_id), timeout=60)
+    assert f"Killed command {task_id}" in det.ok("cmd", "kill", task_id)
+    wait_for("the kill to end it", lambda: "TERMINATED" in det.ok("cmd", "describe", task_id), timeout=60)
+    assert "killed" in det.ok("cmd", "describe", "--json", task_id)
+    logs = det.ok("task", "logs", task_id)
+    assert "started" in logs and "was terminated" in logs, logs
+
+
+def test_requests_that_can_never_fit_and_unknown_ids_are_refused(det: DetCli, agent: Agent) -> None:
+    det.login("determined")
+    out = det.fails("cmd", "run", "--config", "resources.slots=64", "true")
+    assert "request unfulfillable" in out and "64 slots" in out, out
+    out = det.fails("cmd", "run", "--config", "resources.priority=500", "true")
+    assert "resources.priority" in out, out
+    missing = str(uuid.uuid4())
+    assert "not found" in det.fails("cmd", "describe", missing)
+    assert "not found" in det.fails("cmd", "kill", missing)
+
+
+def test_another_user_cannot_kill_my_command(det: DetCli, agent: Agent, unique: str) -> None:
+    det.login("admin")
+    det.ok("user", "create", f"mallory{unique}", "--password", "Mallory1x")
+    det.login("determined")
+    task_id = det.ok("cmd", "run", "-d", "sleep 600").strip()
+    det.login(f"mallory{unique}", "Mallory1x")
+    assert "only the owner" in det.fails("cmd", "kill", task_id)
+    det.login("determined")
+    det.ok("cmd", "kill", task_id)
