@@ -7,7 +7,7 @@ use resolute_store::Store;
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
 use crate::services::{
-    AuthService, CommandService, ExperimentService, SessionCache, TaskLogService, TaskService, TrialRuntimeService, UserService,
+    AuthService, CommandService, ExperimentService, SessionCache, TaskLogService, TaskService, TemplateService, TrialRuntimeService, UserService,
 };
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
@@ -44,6 +44,7 @@ pub struct AppServices {
     pub tasks: TaskService,
     /// Commands, notebooks, shells, TensorBoards and generic tasks.
     pub commands: CommandService,
+    pub templates: TemplateService,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
@@ -65,6 +66,7 @@ impl AppState {
             task_logs: TaskLogService::new(store.clone()),
             tasks: TaskService::new(store.clone(), cluster.clone()),
             commands: CommandService::new(store.clone(), cluster.clone()),
+            templates: TemplateService::new(store.clone()),
             cluster,
             store,
             config: Arc::new(config),

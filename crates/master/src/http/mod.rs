@@ -21,6 +21,7 @@ mod runtime_trials;
 mod searcher_state;
 mod tasks;
 mod trial_metrics;
+mod templates;
 mod users;
 mod workloads;
 mod workspaces;
@@ -114,6 +115,11 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/trials/{id}/workloads", get(workloads::list))
         .route("/api/v1/tasks", get(tasks::list))
         .route("/api/v1/workspaces", get(workspaces::list))
+        .route("/api/v1/templates", get(templates::list))
+        .route(
+            "/api/v1/templates/{name}",
+            get(templates::get).post(templates::post).put(templates::put).patch(templates::patch).delete(templates::delete),
+        )
         .route("/api/v1/commands", get(commands::list_commands).post(commands::launch_command))
         .route("/api/v1/commands/{id}", get(commands::get_command))
         .route("/api/v1/commands/{id}/kill", post(commands::kill_command))

@@ -103,14 +103,28 @@ impl ExperimentService {
         ExperimentService { store, checkpoint_storage: storage, cluster }
     }
 
+    /// The submitted config with the named template merged under it, as JSON text.
+    async fn apply_template(&self, config_text: &str, name: &str) -> ApiResult<String> {
+        let template = match self.store.template_by_name(name).await {
+            Ok(t) => t,
+            Err(resolute_store::StoreError::NotFound { .. }) => return Err(ApiError::not_found(format!("template {name:?} not found"))),
+            Err(e) => return Err(e.into()),
+        };
+        // A config that does not parse is reported by validation, with its line and column.
+        let Ok(mut config) = resolute_expconf::yaml_to_json(config_text) else { return Ok(config_text.to_owned()) };
+        merge_under(&mut config, &template.config);
+        Ok(config.to_string())
+    }
+
     pub async fn create(&self, caller: &Principal, req: NewExperimentRequest) -> ApiResult<CreatedExperiment> {
-        if req.template.as_deref().is_some_and(|t| !t.is_empty()) {
-            return Err(ApiError::unimplemented("template: config templates are not supported yet; inline the template in the config"));
-        }
         if req.unmanaged {
             return Err(ApiError::unimplemented("unmanaged: detached-mode experiments are not supported yet"));
         }
-        let config = self.validate_config(&req.config_text)?;
+        let config_text = match req.template.as_deref().filter(|t| !t.is_empty()) {
+            Some(name) => self.apply_template(&req.config_text, name).await?,
+            None => req.config_text.clone(),
+        };
+        let config = self.validate_config(&config_text)?;
         let config_json = config.to_json();
         let project = self.resolve_project(req.project_id, &config).await?;
         if let Some(parent) = req.parent_id.filter(|p| *p != 0) {
