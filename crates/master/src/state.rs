@@ -6,7 +6,9 @@ use resolute_store::Store;
 
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
-use crate::services::{AuthService, ExperimentService, SessionCache, TaskLogService, TaskService, TrialRuntimeService, UserService};
+use crate::services::{
+    AuthService, ExperimentService, ProxyRegistry, SessionCache, TaskLogService, TaskService, TrialRuntimeService, UserService,
+};
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
 #[derive(Clone, Debug)]
@@ -44,6 +46,9 @@ pub struct AppServices {
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
     pub runtime: TrialRuntimeService,
+    /// Task services reachable at `/proxy/{id}/`; the cluster loop registers and unregisters
+    /// them, the proxy reads them on every request.
+    pub proxies: ProxyRegistry,
     pub store: Arc<dyn Store>,
 }
 
@@ -61,6 +66,7 @@ impl AppState {
             task_logs: TaskLogService::new(store.clone()),
             tasks: TaskService::new(store.clone(), cluster.clone()),
             cluster,
+            proxies: ProxyRegistry::new(),
             store,
             config: Arc::new(config),
         }))
