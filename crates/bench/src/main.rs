@@ -9,8 +9,9 @@
 //!
 //! `--mode` picks other benchmarks (each on its own fresh master and database): `create`
 //! (experiment → `StartTask` latency), `metrics` (metric report ingestion), `logs` (log ingestion
-//! MB/s), `list` (listing 10,000 experiments) and `asha` (a 1,000-trial ASHA search's bookkeeping
-//! overhead over its ideal makespan); see `bench/README.md`.
+//! MB/s), `list` (listing 10,000 experiments), `asha` (a 1,000-trial ASHA search's bookkeeping
+//! overhead over its ideal makespan) and `proxy` (what `/proxy/{task}/` adds over reaching a task
+//! service directly; an in-process master); see `bench/README.md`.
 //!
 //! The result is printed as a markdown table, with the targets of the performance issue.
 
@@ -27,6 +28,7 @@ mod load;
 mod logs;
 mod master;
 mod metrics;
+mod proxy;
 mod trials;
 
 use std::path::PathBuf;
@@ -61,6 +63,8 @@ enum Mode {
     List,
     /// An `adaptive_asha` search of no-op trials: makespan against the zero-overhead ideal.
     Asha,
+    /// `/proxy/{task}/` to a local HTTP service: added latency and streaming throughput.
+    Proxy,
     /// All of the above, in order.
     All,
 }
@@ -122,6 +126,12 @@ struct Args {
     /// `asha`: `reproducibility.experiment_seed`.
     #[arg(long, default_value_t = 1)]
     asha_seed: u32,
+    /// `proxy`: sequential small GETs measured each way (direct and proxied).
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+    proxy_requests: u64,
+    /// `proxy`: size of the large streamed response, in MB.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    proxy_mb: u64,
 }
 
 struct Report {
@@ -140,18 +150,23 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
-    if !args.det.exists() {
-        bail!("{} not found; build it with `cargo build --release -p resolute-cli -p resolute-bench`", args.det.display());
-    }
     let mut modes = Vec::new();
     for mode in &args.mode {
         match mode {
-            Mode::All => modes.extend([Mode::Http, Mode::Create, Mode::Metrics, Mode::Logs, Mode::List, Mode::Asha]),
+            Mode::All => modes.extend([Mode::Http, Mode::Create, Mode::Metrics, Mode::Logs, Mode::List, Mode::Asha, Mode::Proxy]),
             m if !modes.contains(m) => modes.push(*m),
             _ => {}
         }
     }
+    // The proxy mode runs its master in process; the others measure `det master run`.
+    if modes.iter().any(|m| *m != Mode::Proxy) && !args.det.exists() {
+        bail!("{} not found; build it with `cargo build --release -p resolute-cli -p resolute-bench`", args.det.display());
+    }
     for mode in modes {
+        if mode == Mode::Proxy {
+            proxy::run(args.proxy_requests as usize, args.proxy_mb).await?.print();
+            continue;
+        }
         let db = match args.db {
             Backend::Sqlite => Db::Sqlite,
             Backend::Postgres => {
@@ -197,7 +212,7 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
             list::run(&http, base, &token, args.experiments as usize, clients, warmup, seconds).await.map(|r| r.print())
         }
         Mode::Asha => asha::run(&http, base, &token, master.pid(), asha_plan(args)?).await.map(|r| r.print()),
-        Mode::Http | Mode::All => Ok(()),
+        Mode::Http | Mode::Proxy | Mode::All => Ok(()),
     };
     let outcome = outcome.with_context(|| format!("master log:\n{}", master::tail(&master.log)));
     eprintln!("master RSS at the end: {:.1} MiB", master.rss_kib().unwrap_or(0) as f64 / 1024.0);

@@ -84,6 +84,12 @@ impl Master {
         self.state.cluster.clone()
     }
 
+    /// The task services proxied at `/proxy/{id}/`, for tests and tools that stand in for the
+    /// loop. The loop itself reaches the same registry as `AppState::proxies`.
+    pub fn proxies(&self) -> services::ProxyRegistry {
+        self.state.proxies.clone()
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
     }

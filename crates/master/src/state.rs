@@ -7,7 +7,8 @@ use resolute_store::Store;
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
 use crate::services::{
-    AuthService, CommandService, ExperimentService, SessionCache, TaskLogService, TaskService, TemplateService, TrialRuntimeService, UserService,
+    AuthService, CommandService, ExperimentService, ProxyRegistry, SessionCache, TaskLogService, TaskService, TemplateService,
+    TrialRuntimeService, UserService,
 };
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
@@ -49,6 +50,9 @@ pub struct AppServices {
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
     pub runtime: TrialRuntimeService,
+    /// Task services reachable at `/proxy/{id}/`; the cluster loop registers and unregisters
+    /// them, the proxy reads them on every request.
+    pub proxies: ProxyRegistry,
     pub store: Arc<dyn Store>,
 }
 
@@ -68,6 +72,7 @@ impl AppState {
             commands: CommandService::new(store.clone(), cluster.clone()),
             templates: TemplateService::new(store.clone()),
             cluster,
+            proxies: ProxyRegistry::new(),
             store,
             config: Arc::new(config),
         }))

@@ -3,9 +3,9 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
 use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -67,16 +67,19 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
     }
 }
 
-/// The bearer token of a request: `Authorization: Bearer <t>`, else the web UI's `auth` cookie.
-pub fn bearer_token(parts: &Parts) -> Option<&str> {
-    let from_header = parts
-        .headers
+/// The token of an `Authorization: Bearer <t>` header.
+pub fn authorization_bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim)
-        .filter(|t| !t.is_empty());
-    from_header.or_else(|| {
+        .filter(|t| !t.is_empty())
+}
+
+/// The bearer token of a request: `Authorization: Bearer <t>`, else the web UI's `auth` cookie.
+pub fn bearer_token(parts: &Parts) -> Option<&str> {
+    authorization_bearer(&parts.headers).or_else(|| {
         parts
             .headers
             .get_all(COOKIE)

@@ -14,6 +14,7 @@ mod logs;
 mod ndjson;
 mod openapi;
 mod preview;
+mod proxy;
 mod runtime_allocations;
 mod runtime_auth;
 mod runtime_checkpoints;
@@ -30,7 +31,7 @@ use std::convert::Infallible;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::{get, post, put};
+use axum::routing::{any, get, post, put};
 use axum::{Extension, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 
@@ -44,6 +45,7 @@ use crate::state::AppState;
 pub const MAX_BODY_BYTES: usize = 96 * 1024 * 1024;
 
 pub fn router(state: AppState) -> Router {
+    let proxy_client = proxy::ProxyClient::new();
     Router::new()
         .route("/info", get(info::info))
         .route("/api/v1/master", get(info::get_master))
@@ -138,6 +140,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/tasks/{id}/logs", get(logs::task_logs))
         .route("/api/v1/tasks/{id}/logs/fields", get(logs::task_logs_fields))
         .route("/checkpoints/{uuid}", get(checkpoint_download::download))
+        .route("/proxy/{service}", any(proxy::redirect_to_slash))
+        .route("/proxy/{service}/", any(proxy::proxy).layer(Extension(proxy_client.clone())))
+        .route("/proxy/{service}/{*rest}", any(proxy::proxy).layer(Extension(proxy_client)))
         .route("/api/v1/openapi.json", get(openapi::document))
         .route("/api/v1/api.swagger.json", get(openapi::document))
         .fallback(not_found)

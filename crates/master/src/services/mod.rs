@@ -11,6 +11,7 @@ mod loop_hooks;
 pub mod metric_reporters;
 mod metrics_writer;
 pub mod model_def;
+mod proxy_registry;
 mod search_preview;
 mod searcher_state;
 mod session_cache;
@@ -32,6 +33,7 @@ pub use experiment_items::{CheckpointListQuery, CheckpointView, TrialListQuery, 
 pub use experiments::{CreatedExperiment, ExperimentListQuery, ExperimentService, ExperimentView, ListPage, NewExperimentRequest};
 pub use loop_hooks::ServiceHooks;
 pub use metric_reporters::MetricsCaller;
+pub use proxy_registry::{ProxyKind, ProxyRegistry, ProxyRoute, ProxyTarget};
 pub use search_preview::SearchPreview;
 pub use searcher_state::{SearcherStateView, SearcherTrialView};
 pub use session_cache::SessionCache;

@@ -47,6 +47,8 @@ pub struct TestMaster {
     pub store: Arc<dyn Store>,
     /// The master's cluster handle, to raise preemption signals as the loop would.
     pub cluster: resolute_master::cluster::ClusterHandle,
+    /// The master's task-service registry, to register proxy targets as the loop would.
+    pub proxies: resolute_master::services::ProxyRegistry,
     config: MasterConfig,
     shutdown: oneshot::Sender<()>,
     served: tokio::task::JoinHandle<()>,
@@ -97,6 +99,7 @@ impl TestMaster {
         let base = format!("http://127.0.0.1:{}", master.local_addr().port());
         let store = master.store();
         let cluster = master.cluster();
+        let proxies = master.proxies();
         let (tx, rx) = oneshot::channel::<()>();
         let served = tokio::spawn(async move {
             master
@@ -106,7 +109,7 @@ impl TestMaster {
                 .await
                 .expect("master serves");
         });
-        TestMaster { base, http: reqwest::Client::new(), store, cluster, config: original, shutdown: tx, served, dir }
+        TestMaster { base, http: reqwest::Client::new(), store, cluster, proxies, config: original, shutdown: tx, served, dir }
     }
 
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Reply {

@@ -16,6 +16,7 @@ mod master_restart;
 mod metrics_ingest;
 #[path = "../../../store/tests/support/pg_databases.rs"]
 mod pg_databases;
+mod proxy;
 mod runtime_allocations;
 mod runtime_checkpoints;
 mod runtime_support;
@@ -78,6 +79,12 @@ harness::api_test!(checkpoint_files::download_as_tar_and_tar_gz);
 harness::api_test!(checkpoint_files::gc_keeps_best_and_latest_and_is_idempotent);
 harness::api_test!(checkpoint_files::gc_runs_as_a_task_with_its_logs);
 harness::api_test!(searcher_state::searcher_state_shows_rungs_and_decisions);
+harness::api_test!(proxy::proxy_http_requests_pass_through_with_the_full_path);
+harness::api_test!(proxy::proxy_websockets_relay_frames_to_http_and_tcp_services);
+harness::api_test!(proxy::proxy_tcp_service_closing_closes_the_tunnel);
+harness::api_test!(proxy::proxy_only_the_owner_or_an_admin_may_open_a_service);
+harness::api_test!(proxy::proxy_to_a_service_that_is_down_is_502);
+harness::api_test!(proxy::proxy_upstream_tunnel_reaches_a_tcp_service);
 harness::api_test!(owned master_restart::restarted_master_resumes_trials_and_search);
 
 #[tokio::test]
