@@ -129,17 +129,19 @@ impl Orchestrator {
     /// What the resource manager reports about an allocation's processes.
     pub(super) async fn rm_event(&mut self, event: RmEvent) -> LoopResult<()> {
         match event {
-            RmEvent::Running { allocation_id, .. } => {
-                if !self.allocations.contains_key(&allocation_id) {
-                    return Ok(());
+            RmEvent::Running { allocation_id, ports, .. } => {
+                let Some(owner) = self.allocations.get(&allocation_id).map(|a| a.owner.clone()) else { return Ok(()) };
+                if let AllocationOwner::Task(task_id) = &owner {
+                    self.command_running(task_id, &ports);
                 }
                 let patch = AllocationPatch { state: Some(AllocationState::Running.as_str().into()), ..Default::default() };
                 self.store.update_allocation(&allocation_id, &patch).await?;
                 Ok(())
             }
             RmEvent::Ready { allocation_id, .. } => {
-                if !self.allocations.contains_key(&allocation_id) {
-                    return Ok(());
+                let Some(owner) = self.allocations.get(&allocation_id).map(|a| a.owner.clone()) else { return Ok(()) };
+                if let AllocationOwner::Task(task_id) = &owner {
+                    self.command_ready(task_id);
                 }
                 let patch = AllocationPatch { is_ready: Some(true), ..Default::default() };
                 self.store.update_allocation(&allocation_id, &patch).await?;

@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-pub use hooks::LoopHooks;
+pub use hooks::{LoopHooks, ServiceEndpoint};
 pub use orchestrator::{Orchestrator, Timing, start_loop};
 pub use rm::{AgentInput, RmInput};
 pub use signals::PreemptionSignals;

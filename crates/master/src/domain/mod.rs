@@ -6,6 +6,7 @@
 pub mod experiment_state;
 pub mod search_config;
 mod states;
+pub mod task_service;
 mod task_type;
 
 pub use experiment_state::{ExperimentAction, ExperimentState};

@@ -6,7 +6,8 @@ use axum::extract::{Path, State};
 use resolute_api::commands::{
     Command, Container, ContainerState, GetCommandResponse, GetCommandsResponse, GetNotebookResponse, GetNotebooksResponse, GetNtscQuery,
     GetShellResponse, GetShellsResponse, GetTensorboardResponse, GetTensorboardsResponse, KillCommandResponse, KillNotebookResponse,
-    KillShellResponse, KillTensorboardResponse, LaunchCommandResponse, LaunchNtscRequest, Notebook, NtscBase, Shell, Tensorboard,
+    KillShellResponse, KillTensorboardResponse, LaunchCommandResponse, LaunchNotebookResponse, LaunchNtscRequest, Notebook, NtscBase,
+    Shell, Tensorboard,
 };
 use resolute_api::error::ErrorBody;
 use resolute_api::files::File;
@@ -120,22 +121,46 @@ pub async fn launch_command(
     caller: Principal,
     JsonBody(req): JsonBody<LaunchNtscRequest>,
 ) -> ApiResult<Json<LaunchCommandResponse>> {
-    let view = state
+    let view = launch(&state, &caller, TaskType::Command, req, serde_json::json!({})).await?;
+    let config = view.record.config.clone();
+    Ok(Json(LaunchCommandResponse { command: command(&view), config, warnings: Vec::new() }))
+}
+
+#[utoipa::path(post, path = "/api/v1/notebooks", tag = "Notebooks", request_body = LaunchNtscRequest,
+    responses((status = 200, body = LaunchNotebookResponse), (status = 400, description = "invalid config, every field named", body = ErrorBody),
+        (status = 404, description = "unknown template", body = ErrorBody), (status = 412, description = "request unfulfillable", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn launch_notebook(
+    State(state): State<AppState>,
+    caller: Principal,
+    JsonBody(req): JsonBody<LaunchNtscRequest>,
+) -> ApiResult<Json<LaunchNotebookResponse>> {
+    let view = launch(&state, &caller, TaskType::Notebook, req, serde_json::json!({})).await?;
+    let config = view.record.config.clone();
+    Ok(Json(LaunchNotebookResponse { notebook: notebook(&view), config, warnings: Vec::new() }))
+}
+
+async fn launch(
+    state: &AppState,
+    caller: &Principal,
+    kind: TaskType,
+    req: LaunchNtscRequest,
+    extra: serde_json::Value,
+) -> ApiResult<CommandView> {
+    state
         .commands
         .launch(
-            &caller,
+            caller,
             LaunchTask {
-                kind: TaskType::Command,
+                kind,
                 config: req.config.unwrap_or_default(),
                 template_name: req.template_name,
                 files: context_files(req.files),
                 workspace_id: req.workspace_id,
-                extra: serde_json::json!({}),
+                extra,
             },
         )
-        .await?;
-    let config = view.record.config.clone();
-    Ok(Json(LaunchCommandResponse { command: command(&view), config, warnings: Vec::new() }))
+        .await
 }
 
 async fn list(state: &AppState, kind: TaskType, q: GetNtscQuery) -> ApiResult<Vec<CommandView>> {

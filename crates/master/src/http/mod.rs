@@ -21,8 +21,8 @@ mod runtime_checkpoints;
 mod runtime_trials;
 mod searcher_state;
 mod tasks;
-mod trial_metrics;
 mod templates;
+mod trial_metrics;
 mod users;
 mod workloads;
 mod workspaces;
@@ -126,7 +126,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/commands/{id}", get(commands::get_command))
         .route("/api/v1/commands/{id}/kill", post(commands::kill_command))
         .route("/api/v1/commands/{id}/set_priority", post(commands::set_command_priority))
-        .route("/api/v1/notebooks", get(commands::list_notebooks))
+        .route("/api/v1/notebooks", get(commands::list_notebooks).post(commands::launch_notebook))
         .route("/api/v1/notebooks/{id}", get(commands::get_notebook))
         .route("/api/v1/notebooks/{id}/kill", post(commands::kill_notebook))
         .route("/api/v1/shells", get(commands::list_shells))

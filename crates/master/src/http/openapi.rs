@@ -74,6 +74,7 @@ use utoipa::{Modify, OpenApi};
         super::templates::patch,
         super::templates::delete,
         super::commands::launch_command,
+        super::commands::launch_notebook,
         super::commands::list_commands,
         super::commands::list_notebooks,
         super::commands::list_shells,

@@ -23,7 +23,11 @@ fn wire(t: TemplateRecord) -> Template {
 
 #[utoipa::path(get, path = "/api/v1/templates", tag = "Templates", params(GetTemplatesQuery),
     responses((status = 200, body = GetTemplatesResponse)), security(("bearer" = [])))]
-pub async fn list(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<GetTemplatesQuery>) -> ApiResult<Json<GetTemplatesResponse>> {
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Principal,
+    QueryParams(q): QueryParams<GetTemplatesQuery>,
+) -> ApiResult<Json<GetTemplatesResponse>> {
     let offset = i64::from(q.offset.unwrap_or(0).max(0));
     let limit = i64::from(q.limit.unwrap_or(0).max(0));
     let filter = TemplateFilter { name_contains: q.name.filter(|n| !n.is_empty()), workspace_ids: q.workspace_ids, offset, limit };

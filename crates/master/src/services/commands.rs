@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::Principal;
 use super::model_def::{ContextFile, build_archive};
+use super::task_kinds;
 use crate::cluster::{ClusterEvent, ClusterHandle, ClusterView, DEFAULT_POOL};
 use crate::domain::{AllocationState, TaskType};
 use crate::error::{ApiError, ApiResult};
@@ -63,7 +64,8 @@ impl CommandService {
             };
             merge_under(&mut config, &template.config);
         }
-        let parsed = parse_kind_config(req.kind, &config, &task_id)?;
+        let launch = task_kinds::prepare(req.kind, &task_id, config, req.extra)?;
+        let parsed = parse_kind_config(req.kind, &launch.config, &task_id)?;
         if let Some(why) = unfulfillable(&self.cluster.view(), &parsed) {
             return Err(ApiError::new(resolute_api::error::ErrorCode::FailedPrecondition, why));
         }
@@ -84,7 +86,7 @@ impl CommandService {
                 description: parsed.description.clone(),
                 config: parsed.json.clone(),
                 context,
-                extra: req.extra,
+                extra: launch.extra,
                 start_time: db_now(),
             })
             .await?;

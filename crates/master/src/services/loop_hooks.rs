@@ -8,16 +8,18 @@ use serde_json::Value;
 
 use super::TaskLogService;
 use super::checkpoint_gc::CheckpointGc;
-use crate::cluster::LoopHooks;
+use super::proxy_registry::{ProxyKind, ProxyRegistry, ProxyTarget};
+use crate::cluster::{LoopHooks, ServiceEndpoint};
 
 pub struct ServiceHooks {
     store: Arc<dyn Store>,
     task_logs: TaskLogService,
+    proxies: ProxyRegistry,
 }
 
 impl ServiceHooks {
-    pub fn new(store: Arc<dyn Store>, task_logs: TaskLogService) -> Self {
-        ServiceHooks { store, task_logs }
+    pub fn new(store: Arc<dyn Store>, task_logs: TaskLogService, proxies: ProxyRegistry) -> Self {
+        ServiceHooks { store, task_logs, proxies }
     }
 }
 
@@ -28,5 +30,20 @@ impl LoopHooks for ServiceHooks {
 
     fn task_ended(&self, _task_id: &str) {
         self.task_logs.notify_new_lines();
+    }
+
+    fn service_ready(&self, task_id: &str, endpoint: ServiceEndpoint) {
+        let target = ProxyTarget {
+            address: endpoint.address,
+            owner_id: endpoint.owner_id,
+            kind: if endpoint.tcp { ProxyKind::Tcp } else { ProxyKind::Http },
+            task_type: endpoint.task_type.env_name().to_owned(),
+            unauthenticated: endpoint.unauthenticated,
+        };
+        self.proxies.register(task_id, target);
+    }
+
+    fn service_gone(&self, task_id: &str) {
+        self.proxies.unregister(task_id);
     }
 }

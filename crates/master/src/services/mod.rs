@@ -15,6 +15,7 @@ mod proxy_registry;
 mod search_preview;
 mod searcher_state;
 mod session_cache;
+mod task_kinds;
 mod task_logs;
 mod tasks;
 mod templates;

@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use resolute_api::agent_protocol::{StartTask, TaskEntrypoint};
+use resolute_api::agent_protocol::{StartTask, TaskEntrypoint, TaskFile};
 use resolute_expconf::{TaskConfig, TaskEntrypoint as ConfigEntrypoint};
 use serde_json::json;
 
 use crate::domain::TaskType;
+use crate::domain::task_service::ServiceSpec;
 
 /// What a command launch needs to know.
 pub struct CommandLaunch<'a> {
@@ -24,6 +25,8 @@ pub struct CommandLaunch<'a> {
     pub device_type: &'a str,
     /// base64 of the context tar.gz, if the user uploaded one.
     pub context_b64: Option<String>,
+    pub service: &'a ServiceSpec,
+    pub files: &'a [TaskFile],
 }
 
 pub fn command_start_task(l: &CommandLaunch<'_>) -> StartTask {
@@ -72,9 +75,9 @@ pub fn command_start_task(l: &CommandLaunch<'_>) -> StartTask {
         env,
         work_dir_archive_b64: l.context_b64.clone(),
         python: l.config.python.clone(),
-        port_env: Vec::new(),
-        ready_pattern: None,
-        files: Vec::new(),
+        port_env: l.service.port_env.iter().cloned().collect(),
+        ready_pattern: l.service.ready_pattern.clone(),
+        files: l.files.to_vec(),
     }
 }
 
@@ -107,6 +110,8 @@ mod tests {
             slot_ids: vec![0],
             device_type: "cpu",
             context_b64: None,
+            service: &ServiceSpec::default(),
+            files: &[],
         });
         assert_eq!(task.env["FOO"], "bar");
         assert_eq!(task.env["DET_TASK_ID"], "t-1", "our variables win");

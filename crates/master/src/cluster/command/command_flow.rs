@@ -11,8 +11,10 @@ use super::CommandRun;
 use super::command_env::{CommandLaunch, command_start_task};
 use crate::auth::allocation_tokens::issue_allocation_token;
 use crate::cluster::allocations::{AllocationEnd, AllocationOwner};
+use crate::cluster::hooks::ServiceEndpoint;
 use crate::cluster::orchestrator::{LoopError, LoopResult, Orchestrator};
 use crate::cluster::rm::{Placement, ResourceRequest};
+use crate::domain::task_service::from_extra;
 use crate::domain::{AllocationState, TaskType};
 
 /// Upstream's wording, which users and scripts grep for.
@@ -34,6 +36,7 @@ impl Orchestrator {
             TaskType::parse(&record.task_type).ok_or_else(|| LoopError::Other(format!("unknown task type {}", record.task_type)))?;
         let config = parse_task_config(&record.config, 0, &record.description, false)
             .map_err(|errors| LoopError::Other(format!("stored task config no longer validates: {errors:?}")))?;
+        let (service, files) = from_extra(&record.extra);
         let allocation_id = format!("{task_id}.1");
         let pool = if config.resource_pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
         let request = ResourceRequest {
@@ -53,7 +56,17 @@ impl Orchestrator {
         };
         self.commands.insert(
             task_id.to_owned(),
-            CommandRun { task_type, config, owner: record.owner_username, allocation: Some(allocation_id), killed: false },
+            CommandRun {
+                task_type,
+                config,
+                owner: record.owner_username,
+                owner_id: record.owner_id,
+                service,
+                files,
+                service_address: None,
+                allocation: Some(allocation_id),
+                killed: false,
+            },
         );
         self.request_allocation(AllocationOwner::Task(task_id.to_owned()), request).await
     }
@@ -86,6 +99,8 @@ impl Orchestrator {
                     slot_ids: placement.slot_ids.clone(),
                     device_type: &placement.device_type,
                     context_b64: context_b64.clone(),
+                    service: &run.service,
+                    files: &run.files,
                 });
                 (placement.clone(), start)
             })
@@ -130,6 +145,9 @@ impl Orchestrator {
 
     async fn end_command(&mut self, task_id: &str, allocation_id: Option<&str>, status: &str) -> LoopResult<()> {
         let Some(run) = self.commands.remove(task_id) else { return Ok(()) };
+        if run.service.proxy.is_some() {
+            self.hooks.service_gone(task_id);
+        }
         let line = format!("{} was terminated: {status}", run.config.description);
         tracing::info!(task = task_id, %status, "task ended");
         self.store
@@ -171,5 +189,34 @@ impl Orchestrator {
             self.store.end_command_task(&record.task_id, status, db_now()).await?;
         }
         Ok(())
+    }
+}
+
+impl Orchestrator {
+    /// The task's process runs: remember where its service listens.
+    pub(in crate::cluster) fn command_running(&mut self, task_id: &str, ports: &std::collections::BTreeMap<String, String>) {
+        let Some(run) = self.commands.get_mut(task_id) else { return };
+        if let Some(address) = run.service.port_env.as_ref().and_then(|name| ports.get(name)) {
+            run.service_address = Some(address.clone());
+            // A service with no readiness line is ready as soon as it runs.
+            if run.service.ready_pattern.is_none() {
+                self.command_ready(task_id);
+            }
+        }
+    }
+
+    /// The task's service is up: the proxy may reach it from now on.
+    pub(in crate::cluster) fn command_ready(&mut self, task_id: &str) {
+        let Some(run) = self.commands.get(task_id) else { return };
+        let (Some(kind), Some(address)) = (run.service.proxy.as_deref(), run.service_address.clone()) else { return };
+        let endpoint = ServiceEndpoint {
+            address,
+            owner_id: run.owner_id,
+            tcp: kind == "tcp",
+            unauthenticated: run.service.unauthenticated,
+            task_type: run.task_type,
+        };
+        tracing::info!(task = task_id, address = %endpoint.address, "task service ready");
+        self.hooks.service_ready(task_id, endpoint);
     }
 }

@@ -6,7 +6,10 @@
 mod command_env;
 mod command_flow;
 
+use resolute_api::agent_protocol::TaskFile;
 use resolute_expconf::TaskConfig;
+
+use crate::domain::task_service::ServiceSpec;
 
 use crate::domain::TaskType;
 
@@ -15,6 +18,12 @@ pub(in crate::cluster) struct CommandRun {
     pub task_type: TaskType,
     pub config: TaskConfig,
     pub owner: String,
+    pub owner_id: i32,
+    /// The service it runs, if any (notebooks, TensorBoards, shells).
+    pub service: ServiceSpec,
+    pub files: Vec<TaskFile>,
+    /// Where the service listens, once the process runs (`host:port`).
+    pub service_address: Option<String>,
     /// The current allocation (queued or running).
     pub allocation: Option<String>,
     /// A user killed it.

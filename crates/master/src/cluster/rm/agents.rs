@@ -17,6 +17,7 @@ use super::{Assignment, Decisions, Placement, ResourceManager, ResourceRequest, 
 use crate::cluster::view::{AgentView, ClusterView, ContainerView, SlotView};
 use crate::cluster::{ClusterEvent, ClusterHandle};
 use crate::domain::AllocationState;
+use crate::domain::task_service::SERVICE_HOST_ENV;
 use crate::state::Identity;
 
 /// What the agents' websocket handler and the loop's timers tell this resource manager.
@@ -327,7 +328,11 @@ impl ResourceManager for AgentResourceManager {
     }
 
     fn start(&mut self, allocation_id: &str, tasks: Vec<(Placement, StartTask)>) -> Result<(), RmError> {
-        for (placement, task) in tasks {
+        for (placement, mut task) in tasks {
+            // Services bind where the master's proxy reaches this agent.
+            let host =
+                self.agents.get(&placement.node).and_then(|a| a.addresses.first().cloned()).unwrap_or_else(|| "127.0.0.1".to_owned());
+            task.env.insert(SERVICE_HOST_ENV.to_owned(), host);
             let container_id = task.container_id.clone();
             let task_id = task.task_id.clone();
             if !self.send(&placement.node, MasterToAgent::StartTask(Box::new(task))) {
