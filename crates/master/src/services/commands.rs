@@ -95,7 +95,7 @@ impl CommandService {
         Ok(self.view(record, &parsed).await?)
     }
 
-    /// The kind's tasks; `usernames` empty means everyone's.
+    /// The kind's live tasks, as upstream lists them; `usernames` empty means everyone's.
     pub async fn list(&self, kind: TaskType, usernames: &[String], workspace_id: Option<i32>) -> ApiResult<Vec<CommandView>> {
         let mut owner_ids = Vec::new();
         for name in usernames {
@@ -108,7 +108,7 @@ impl CommandService {
         if !usernames.is_empty() && owner_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let filter = CommandTaskFilter { task_types: vec![kind.as_str().to_owned()], owner_ids, workspace_id, open_only: false };
+        let filter = CommandTaskFilter { task_types: vec![kind.as_str().to_owned()], owner_ids, workspace_id, open_only: true };
         let mut out = Vec::new();
         for record in self.store.list_command_tasks(&filter).await? {
             let parsed = stored_config(&record);
