@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""`det cmd run true`: submit → exit seen by the CLI, with our CLI and the upstream 0.38.1 CLI,
-against a local master and agent (both started here, SQLite, loopback).
+"""Task start-up: `det cmd run true` (submit → exit seen by the CLI) with our CLI and the upstream
+0.38.1 CLI, and notebook start → ready (POST /api/v1/notebooks → the task's allocation reports
+`isReady`, i.e. JupyterLab printed that it runs), against a local master and agent (both started
+here, SQLite, loopback).
 
     bench/cmd_run.py [--det target/release/det] [--runs 20] [--python .venv/bin/python]
 
@@ -50,11 +52,42 @@ def timed(cmd, env) -> float:
     return elapsed
 
 
+def notebook_start(port: int, work: Path, runs: int) -> None:
+    """POST /api/v1/notebooks → allocation ready, then kill; median over `runs`."""
+    import json
+
+    base = f"http://127.0.0.1:{port}"
+
+    def call(method: str, path: str, body=None, token=None):
+        req = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode())
+        req.add_header("Content-Type", "application/json")
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        return json.loads(urllib.request.urlopen(req, timeout=30).read() or b"{}")
+
+    token = call("POST", "/api/v1/auth/login", {"username": "determined", "password": ""})["token"]
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        nb = call("POST", "/api/v1/notebooks", {"config": {}}, token)["notebook"]["id"]
+        while True:
+            allocations = call("GET", f"/api/v1/tasks/{nb}", token=token)["task"].get("allocations", [])
+            if allocations and allocations[0].get("isReady"):
+                break
+            time.sleep(0.02)
+        samples.append(time.perf_counter() - start)
+        call("POST", f"/api/v1/notebooks/{nb}/kill", {}, token)
+        time.sleep(1)
+    samples.sort()
+    print(f"notebook start → ready      median {statistics.median(samples) * 1000:7.1f} ms   max {samples[-1] * 1000:7.1f} ms   ({runs} runs)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--det", default=str(REPO / "target" / "release" / "det"))
     ap.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"))
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--notebooks", type=int, default=5)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cmd-bench-"))
     port = free_port()
@@ -77,6 +110,7 @@ def main() -> None:
             samples = sorted(timed(cmd, env) for _ in range(args.runs))
             p90 = samples[min(len(samples) - 1, int(len(samples) * 0.9))]
             print(f"det cmd run true, {name:16} median {statistics.median(samples) * 1000:7.1f} ms   p90 {p90 * 1000:7.1f} ms   ({args.runs} runs)")
+        notebook_start(port, work, args.notebooks)
     finally:
         for p in (agent, master):
             if p:

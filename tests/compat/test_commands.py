@@ -12,7 +12,7 @@ from typing import List
 import pytest
 
 from conftest import Agent, DetCli, master_binary
-from experiments import wait_for
+from experiments import IRIS, wait_for, write_config
 
 SUCCESS = "allocation stopped after resources exited successfully with a zero exit code"
 FAILURE = "resources failed with non-zero exit code"
@@ -81,12 +81,15 @@ def test_kill_a_running_command(det: DetCli, agent: Agent) -> None:
     assert "started" in logs and "was terminated" in logs, logs
 
 
-def test_requests_that_can_never_fit_and_unknown_ids_are_refused(det: DetCli, agent: Agent) -> None:
+def test_requests_that_can_never_fit_and_unknown_ids_are_refused(det: DetCli, agent: Agent, tmp_path: Path) -> None:
     det.login("determined")
     out = det.fails("cmd", "run", "--config", "resources.slots=64", "true")
     assert "request unfulfillable" in out and "64 slots" in out, out
     out = det.fails("cmd", "run", "--config", "resources.priority=500", "true")
     assert "resources.priority" in out, out
+    config = write_config(IRIS / "const.yaml", tmp_path / "huge.yaml", tmp_path / "ckpt", resources={"slots_per_trial": 64})
+    out = det.fails("experiment", "create", str(config), str(IRIS))
+    assert "request unfulfillable" in out and "64 slots" in out, out
     missing = str(uuid.uuid4())
     assert "not found" in det.fails("cmd", "describe", missing)
     assert "not found" in det.fails("cmd", "kill", missing)

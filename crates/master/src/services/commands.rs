@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use super::Principal;
 use super::model_def::{ContextFile, build_archive};
 use super::task_kinds;
-use crate::cluster::{ClusterEvent, ClusterHandle, ClusterView, DEFAULT_POOL};
+use super::fit_check::check_fits;
+use crate::cluster::{ClusterEvent, ClusterHandle, DEFAULT_POOL};
 use crate::domain::{AllocationState, TaskType};
 use crate::error::{ApiError, ApiResult};
 
@@ -66,9 +67,7 @@ impl CommandService {
         }
         let launch = task_kinds::prepare(req.kind, &task_id, config, req.extra)?;
         let parsed = parse_kind_config(req.kind, &launch.config, &task_id)?;
-        if let Some(why) = unfulfillable(&self.cluster.view(), &parsed) {
-            return Err(ApiError::new(resolute_api::error::ErrorCode::FailedPrecondition, why));
-        }
+        check_fits(&self.cluster.view(), &parsed.resource_pool, parsed.slots, "the task")?;
         let files = req.files;
         let context = if files.is_empty() {
             Vec::new()
@@ -203,24 +202,5 @@ fn stored_config(record: &CommandTaskRecord) -> TaskConfig {
         environment_variables: Default::default(),
         python: None,
         idle_timeout_seconds: None,
-    })
-}
-
-/// Why a request can never be met by the agents in its pool ("request unfulfillable"), if so.
-fn unfulfillable(view: &ClusterView, config: &TaskConfig) -> Option<String> {
-    if config.slots == 0 {
-        return None;
-    }
-    let pool = if config.resource_pool.is_empty() { DEFAULT_POOL } else { config.resource_pool.as_str() };
-    let sizes: Vec<usize> = view.agents.values().filter(|a| a.resource_pool == pool).map(|a| a.slots.len()).collect();
-    // No agent yet: the task waits for one rather than failing.
-    let largest = *sizes.iter().max()?;
-    let total: usize = sizes.iter().sum();
-    let slots = config.slots as usize;
-    (slots > total).then(|| {
-        format!(
-            "request unfulfillable: the task needs {slots} slots but resource pool {pool:?} has {total} in all across {} agent(s) (the largest has {largest})",
-            sizes.len()
-        )
     })
 }

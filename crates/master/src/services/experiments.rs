@@ -16,6 +16,7 @@ use resolute_store::{
 use serde_json::{Value, json};
 
 use super::model_def::{ContextFile, build_archive};
+use super::fit_check::check_fits;
 use crate::cluster::{ClusterEvent, ClusterHandle};
 use crate::domain::experiment_state::ExperimentState;
 use crate::error::{ApiError, ApiResult};
@@ -127,6 +128,7 @@ impl ExperimentService {
         let config = self.validate_config(&config_text)?;
         let config_json = config.to_json();
         let project = self.resolve_project(req.project_id, &config).await?;
+        check_fits(&self.cluster.view(), &config.resources.resource_pool, config.resources.slots_per_trial, "each trial")?;
         if let Some(parent) = req.parent_id.filter(|p| *p != 0) {
             self.store.experiment_by_id(parent).await?;
         }

@@ -7,6 +7,7 @@ mod commands;
 mod experiment_changes;
 mod experiment_items;
 mod experiments;
+mod fit_check;
 mod loop_hooks;
 pub mod metric_reporters;
 mod metrics_writer;
