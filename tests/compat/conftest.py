@@ -230,6 +230,13 @@ class DetCli:
     def login(self, user: str, password: str = "") -> None:
         self.ok("user", "login", user, input=password + "\n")
 
+    def ours(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """Our `det` with the same master and token cache (auth.json is shared by both CLIs)."""
+        cmd: List[str] = [str(master_binary()), "-m", self.master_url, *args]
+        proc = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        print(f"$ det(ours) {' '.join(args)}  (exit {proc.returncode})\n{proc.stdout}{proc.stderr}")
+        return proc
+
 
 class Agent:
     """One `det agent run` child process (the Rust binary) attached to a master, with artificial

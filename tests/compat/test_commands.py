@@ -2,28 +2,15 @@
 master and agent — output, upstream's exit wording, context upload, list/describe/config, kill,
 requests that can never fit, and unknown ids."""
 
-import json
-import os
-import subprocess
 import uuid
 from pathlib import Path
-from typing import List
 
-import pytest
 
-from conftest import Agent, DetCli, master_binary
+from conftest import Agent, DetCli
 from experiments import IRIS, wait_for, write_config
 
 SUCCESS = "allocation stopped after resources exited successfully with a zero exit code"
 FAILURE = "resources failed with non-zero exit code"
-
-
-def ours(det: DetCli, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """Our `det` with the same master and token cache as the upstream one."""
-    cmd: List[str] = [str(master_binary()), "-m", det.master_url, *args]
-    proc = subprocess.run(cmd, env=det.env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    print(f"$ det(ours) {' '.join(args)}  (exit {proc.returncode})\n{proc.stdout}{proc.stderr}")
-    return proc
 
 
 def command_id(launch_output: str) -> str:
@@ -48,10 +35,10 @@ def test_a_failing_command_says_so_in_both_clis(det: DetCli, agent: Agent) -> No
     det.login("determined")
     out = det.ok("cmd", "run", "echo about-to-fail; exit 3")  # upstream's CLI itself exits 0
     assert "about-to-fail" in out and FAILURE in out and "exit code 3" in out, out
-    proc = ours(det, "cmd", "run", "exit 4")
+    proc = det.ours("cmd", "run", "exit 4")
     assert proc.returncode != 0, proc
     assert FAILURE in proc.stdout + proc.stderr and "exit code 4" in proc.stdout + proc.stderr
-    ok = ours(det, "cmd", "run", "python3", "-c", "print(6 * 7)")
+    ok = det.ours("cmd", "run", "python3", "-c", "print(6 * 7)")
     assert ok.returncode == 0 and "42" in ok.stdout and SUCCESS in ok.stdout, ok
 
 
@@ -64,7 +51,7 @@ def test_context_directory_reaches_the_command(det: DetCli, agent: Agent, tmp_pa
     (context / "ignored.txt").write_text("must not be uploaded\n")
     out = det.ok("cmd", "run", "-c", str(context), "cat data.txt; ls")
     assert "payload-in-context" in out and "ignored.txt" not in out.split("cat data.txt")[-1], out
-    proc = ours(det, "cmd", "run", "-c", str(context), "cat", "data.txt")
+    proc = det.ours("cmd", "run", "-c", str(context), "cat", "data.txt")
     assert proc.returncode == 0 and "payload-in-context" in proc.stdout, proc
 
 

@@ -4,15 +4,12 @@ admin; started with the upstream 0.38.1 CLI and with ours."""
 
 import json
 import re
-import subprocess
 import uuid
-from typing import List
 
-import pytest
 import requests
 import websocket
 
-from conftest import Agent, DetCli, Master, master_binary
+from conftest import Agent, DetCli, Master
 from experiments import wait_for
 
 
@@ -20,13 +17,6 @@ def token(master: Master, user: str, password: str = "") -> str:
     r = requests.post(f"{master.url}/api/v1/auth/login", json={"username": user, "password": password}, timeout=10)
     r.raise_for_status()
     return r.json()["token"]
-
-
-def ours(det: DetCli, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    cmd: List[str] = [str(master_binary()), "-m", det.master_url, *args]
-    proc = subprocess.run(cmd, env=det.env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    print(f"$ det(ours) {' '.join(args)}  (exit {proc.returncode})\n{proc.stdout}{proc.stderr}")
-    return proc
 
 
 def start_upstream(det: DetCli) -> str:
@@ -99,12 +89,12 @@ def test_only_the_owner_or_an_admin_reach_a_notebook(det: DetCli, master: Master
 
 def test_our_cli_starts_a_notebook_and_unknown_ids_are_not_found(det: DetCli, master: Master, agent: Agent) -> None:
     det.login("determined")
-    proc = ours(det, "notebook", "start", "-d")
+    proc = det.ours("notebook", "start", "-d")
     assert proc.returncode == 0, proc
     nb = proc.stdout.strip().splitlines()[-1]
-    listed = ours(det, "notebook", "list")
+    listed = det.ours("notebook", "list")
     assert nb in listed.stdout and "RUNNING" in listed.stdout, listed
-    assert ours(det, "notebook", "kill", nb).returncode == 0
+    assert det.ours("notebook", "kill", nb).returncode == 0
     missing = str(uuid.uuid4())
     assert "not found" in det.fails("notebook", "kill", missing)
     bearer = token(master, "determined")

@@ -25,6 +25,17 @@ pub struct PerDevice<T> {
     pub rocm: T,
 }
 
+impl<T> PerDevice<T> {
+    /// The value for a device type (`cpu`, `cuda`, `rocm`); anything else is CPU.
+    pub fn for_device(&self, device_type: &str) -> &T {
+        match device_type {
+            "cuda" | "gpu" => &self.cuda,
+            "rocm" => &self.rocm,
+            _ => &self.cpu,
+        }
+    }
+}
+
 /// The `environment` section.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Environment {

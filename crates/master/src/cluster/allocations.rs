@@ -69,6 +69,20 @@ impl Orchestrator {
         Ok(())
     }
 
+    /// Ends an allocation a previous master left open: its processes belonged to that master,
+    /// so it is over and its token revoked.
+    pub(super) async fn end_abandoned_allocation(&self, allocation_id: &str) -> LoopResult<()> {
+        let patch = AllocationPatch {
+            state: Some(AllocationState::Terminated.as_str().into()),
+            end_time: Some(db_now()),
+            exit_reason: Some("the master restarted".into()),
+            ..Default::default()
+        };
+        self.store.update_allocation(allocation_id, &patch).await?;
+        self.store.delete_allocation_sessions(allocation_id).await?;
+        Ok(())
+    }
+
     /// Whether the allocation's processes were started.
     pub(super) fn is_started(&self, allocation_id: &str) -> bool {
         self.allocations.get(allocation_id).is_some_and(AllocationRun::started)

@@ -17,7 +17,6 @@ use super::experiment_wire as wire;
 use super::extract::{JsonBody, QueryParams};
 use crate::domain::experiment_state::ExperimentAction;
 use crate::error::{ApiError, ApiResult};
-use crate::services::model_def::ContextFile;
 use crate::services::{ExperimentChanges, ExperimentListQuery, NewExperimentRequest, Principal};
 use crate::state::AppState;
 
@@ -47,20 +46,7 @@ pub async fn create(
     caller: Principal,
     JsonBody(req): JsonBody<CreateExperimentRequest>,
 ) -> ApiResult<Json<CreateExperimentResponse>> {
-    let files = req
-        .model_definition
-        .unwrap_or_default()
-        .into_iter()
-        .map(|f| ContextFile {
-            path: f.path,
-            type_flag: f.file_type,
-            content: f.content,
-            mtime: f.mtime,
-            mode: f.mode,
-            uid: f.uid,
-            gid: f.gid,
-        })
-        .collect();
+    let files = super::commands::context_files(req.model_definition.unwrap_or_default());
     let created = state
         .experiments
         .create(

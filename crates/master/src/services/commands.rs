@@ -9,9 +9,9 @@ use resolute_store::{AllocationRecord, CommandTaskFilter, CommandTaskRecord, New
 use serde_json::{Value, json};
 
 use super::Principal;
+use super::fit_check::check_fits;
 use super::model_def::{ContextFile, build_archive};
 use super::task_kinds;
-use super::fit_check::check_fits;
 use crate::cluster::{ClusterEvent, ClusterHandle, DEFAULT_POOL};
 use crate::domain::{AllocationState, TaskType};
 use crate::error::{ApiError, ApiResult};

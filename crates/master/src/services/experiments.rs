@@ -15,8 +15,8 @@ use resolute_store::{
 };
 use serde_json::{Value, json};
 
-use super::model_def::{ContextFile, build_archive};
 use super::fit_check::check_fits;
+use super::model_def::{ContextFile, build_archive};
 use crate::cluster::{ClusterEvent, ClusterHandle};
 use crate::domain::experiment_state::ExperimentState;
 use crate::error::{ApiError, ApiResult};

@@ -5,7 +5,7 @@
 use base64::Engine as _;
 use resolute_api::agent_protocol::StartTask;
 use resolute_expconf::parse_task_config;
-use resolute_store::{AllocationPatch, CommandTaskFilter, NewLogLine, db_now};
+use resolute_store::{CommandTaskFilter, NewLogLine, db_now};
 
 use super::CommandRun;
 use super::command_env::{CommandLaunch, command_start_task};
@@ -14,8 +14,8 @@ use crate::cluster::allocations::{AllocationEnd, AllocationOwner};
 use crate::cluster::hooks::ServiceEndpoint;
 use crate::cluster::orchestrator::{LoopError, LoopResult, Orchestrator};
 use crate::cluster::rm::{Placement, ResourceRequest};
+use crate::domain::TaskType;
 use crate::domain::task_service::from_extra;
-use crate::domain::{AllocationState, TaskType};
 
 /// Upstream's wording, which users and scripts grep for.
 pub const EXITED_SUCCESSFULLY: &str = "allocation stopped after resources exited successfully with a zero exit code";
@@ -176,14 +176,7 @@ impl Orchestrator {
         for record in open {
             let task = self.store.task_by_id(&record.task_id).await?;
             for allocation in task.allocations.iter().filter(|a| a.end_time.is_none()) {
-                let patch = AllocationPatch {
-                    state: Some(AllocationState::Terminated.as_str().into()),
-                    end_time: Some(db_now()),
-                    exit_reason: Some("the master restarted".into()),
-                    ..Default::default()
-                };
-                self.store.update_allocation(&allocation.allocation_id, &patch).await?;
-                self.store.delete_allocation_sessions(&allocation.allocation_id).await?;
+                self.end_abandoned_allocation(&allocation.allocation_id).await?;
             }
             let status = "allocation stopped: the master restarted while the task ran";
             self.store.end_command_task(&record.task_id, status, db_now()).await?;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::runs::{ExperimentRun, TrialRun};
 use crate::cluster::orchestrator::{LoopError, LoopResult, Orchestrator};
 use crate::domain::search_config::{full_length, length_unit, searcher_config, time_progress};
-use crate::domain::{AllocationState, ExperimentState, TaskType, TrialState};
+use crate::domain::{ExperimentState, TaskType, TrialState};
 
 impl Orchestrator {
     /// After a master start: every unfinished experiment is loaded again; allocations the previous
@@ -30,14 +30,7 @@ impl Orchestrator {
             let prefix = format!("{}.", record.id);
             for task in open.iter().filter(|t| t.task.task_id.starts_with(&prefix)) {
                 for allocation in task.allocations.iter().filter(|a| a.end_time.is_none()) {
-                    let patch = resolute_store::AllocationPatch {
-                        state: Some(AllocationState::Terminated.as_str().into()),
-                        end_time: Some(db_now()),
-                        exit_reason: Some("the master restarted".into()),
-                        ..Default::default()
-                    };
-                    self.store.update_allocation(&allocation.allocation_id, &patch).await?;
-                    self.store.delete_allocation_sessions(&allocation.allocation_id).await?;
+                    self.end_abandoned_allocation(&allocation.allocation_id).await?;
                 }
                 // The trial resumes in a new run (not a restart: nothing failed), so its next
                 // allocation gets a fresh id and reports from the old processes are stale.

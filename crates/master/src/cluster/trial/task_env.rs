@@ -47,12 +47,7 @@ const PYTHON_VAR: &str = "DET_PYTHON_EXECUTABLE";
 pub fn trial_start_task(l: &TrialLaunch<'_>) -> StartTask {
     let mut env = BTreeMap::new();
     // The user's variables first: ours win on a clash, as upstream's container env does.
-    let user_vars = match l.device_type {
-        "cuda" => &l.config.environment.environment_variables.cuda,
-        "rocm" => &l.config.environment.environment_variables.rocm,
-        _ => &l.config.environment.environment_variables.cpu,
-    };
-    for entry in user_vars {
+    for entry in l.config.environment.environment_variables.for_device(l.device_type) {
         if let Some((k, v)) = entry.split_once('=') {
             env.insert(k.to_owned(), v.to_owned());
         }
