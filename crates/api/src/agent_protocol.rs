@@ -102,6 +102,18 @@ pub struct AgentStarted {
     /// the local address of the agent's connection to the master (upstream's `addresses[]`).
     #[serde(default)]
     pub addresses: Vec<String>,
+    /// The Unix account the agent runs tasks as: the user a shell's ssh logs in as.
+    #[serde(default)]
+    pub unix_user: Option<AgentUnixUser>,
+}
+
+/// An agent's Unix account, in the shape of upstream's agent user group (`v1Shell.agentUserGroup`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentUnixUser {
+    pub user: String,
+    pub uid: u32,
+    pub group: String,
+    pub gid: u32,
 }
 
 /// One slot the agent offers (upstream `device.Device`).

@@ -46,6 +46,7 @@ impl FakeAgent {
             hostname: "localhost".into(),
             tasks_reattached: vec![],
             addresses: vec![],
+            unix_user: None,
         };
         agent.send(&AgentToMaster::AgentStarted(started)).await?;
         Ok(agent)

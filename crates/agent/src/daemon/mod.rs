@@ -16,7 +16,9 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use resolute_api::agent_protocol::{AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, MasterToAgent, StartTask};
+use resolute_api::agent_protocol::{
+    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MasterToAgent, StartTask,
+};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -164,6 +166,7 @@ impl Daemon {
             hostname: self.query.hostname.clone(),
             tasks_reattached: reattached,
             addresses,
+            unix_user: unix_user(),
         })
     }
 
@@ -451,6 +454,14 @@ fn wire_device(device: &Device) -> AgentDevice {
         DeviceType::Cuda => "cuda",
     };
     AgentDevice { id: device.id, brand: device.brand.clone(), uuid: device.uuid.clone(), device_type: device_type.to_string() }
+}
+
+/// The account this agent (and so every task it starts) runs as.
+fn unix_user() -> Option<AgentUnixUser> {
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    let user = nix::unistd::User::from_uid(uid).ok().flatten()?;
+    let group = nix::unistd::Group::from_gid(gid).ok().flatten().map(|g| g.name).unwrap_or_else(|| gid.to_string());
+    Some(AgentUnixUser { user: user.name, uid: uid.as_raw(), group, gid: gid.as_raw() })
 }
 
 fn hostname() -> String {

@@ -17,6 +17,8 @@ pub struct AgentView {
     pub registered_time: DateTime<Utc>,
     pub resource_pool: String,
     pub hostname: String,
+    /// The account its tasks run as, if the agent said.
+    pub unix_user: Option<resolute_api::agent_protocol::AgentUnixUser>,
     pub version: String,
     pub enabled: bool,
     pub draining: bool,

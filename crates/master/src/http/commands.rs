@@ -6,8 +6,8 @@ use axum::extract::{Path, State};
 use resolute_api::commands::{
     Command, Container, ContainerState, GetCommandResponse, GetCommandsResponse, GetNotebookResponse, GetNotebooksResponse, GetNtscQuery,
     GetShellResponse, GetShellsResponse, GetTensorboardResponse, GetTensorboardsResponse, KillCommandResponse, KillNotebookResponse,
-    KillShellResponse, KillTensorboardResponse, LaunchCommandResponse, LaunchNotebookResponse, LaunchNtscRequest, Notebook, NtscBase,
-    Shell, Tensorboard,
+    KillShellResponse, KillTensorboardResponse, LaunchCommandResponse, LaunchNotebookResponse, LaunchNtscRequest, LaunchShellResponse,
+    Notebook, NtscBase, Shell, Tensorboard,
 };
 use resolute_api::error::ErrorBody;
 use resolute_api::files::File;
@@ -90,8 +90,17 @@ pub(super) fn shell(view: &CommandView) -> Shell {
         base: base(view),
         private_key: text("privateKey"),
         public_key: text("publicKey"),
-        agent_user_group: extra.get("agentUserGroup").cloned(),
+        agent_user_group: Some(agent_user_group(view)),
         addresses: extra.get("addresses").and_then(|a| a.as_array().cloned()).unwrap_or_default(),
+    }
+}
+
+/// Who `det shell open` logs in as (upstream's CLI reads `agentUserGroup.user`, falling back to
+/// root): the account of the agent that runs the shell, or before placement of one in its pool.
+fn agent_user_group(view: &CommandView) -> serde_json::Value {
+    match &view.agent_user {
+        Some(u) => serde_json::json!({"user": u.user, "uid": u.uid, "group": u.group, "gid": u.gid}),
+        None => serde_json::json!({"user": "root", "uid": 0, "group": "root", "gid": 0}),
     }
 }
 
@@ -138,6 +147,20 @@ pub async fn launch_notebook(
     let view = launch(&state, &caller, TaskType::Notebook, req, serde_json::json!({})).await?;
     let config = view.record.config.clone();
     Ok(Json(LaunchNotebookResponse { notebook: notebook(&view), config, warnings: Vec::new() }))
+}
+
+#[utoipa::path(post, path = "/api/v1/shells", tag = "Shells", request_body = LaunchNtscRequest,
+    responses((status = 200, body = LaunchShellResponse), (status = 400, description = "invalid config, every field named", body = ErrorBody),
+        (status = 404, description = "unknown template", body = ErrorBody), (status = 412, description = "request unfulfillable", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn launch_shell(
+    State(state): State<AppState>,
+    caller: Principal,
+    JsonBody(req): JsonBody<LaunchNtscRequest>,
+) -> ApiResult<Json<LaunchShellResponse>> {
+    let view = launch(&state, &caller, TaskType::Shell, req, serde_json::json!({})).await?;
+    let config = view.record.config.clone();
+    Ok(Json(LaunchShellResponse { shell: shell(&view), config, warnings: Vec::new() }))
 }
 
 async fn launch(

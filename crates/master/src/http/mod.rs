@@ -129,7 +129,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/notebooks", get(commands::list_notebooks).post(commands::launch_notebook))
         .route("/api/v1/notebooks/{id}", get(commands::get_notebook))
         .route("/api/v1/notebooks/{id}/kill", post(commands::kill_notebook))
-        .route("/api/v1/shells", get(commands::list_shells))
+        .route("/api/v1/shells", get(commands::list_shells).post(commands::launch_shell))
         .route("/api/v1/shells/{id}", get(commands::get_shell))
         .route("/api/v1/shells/{id}/kill", post(commands::kill_shell))
         .route("/api/v1/tensorboards", get(commands::list_tensorboards))

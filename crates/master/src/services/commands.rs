@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use resolute_api::agent_protocol::AgentUnixUser;
 use resolute_expconf::{TaskConfig, merge_under, parse_task_config};
 use resolute_store::{AllocationRecord, CommandTaskFilter, CommandTaskRecord, NewCommandTask, Store, StoreError, db_now};
 use serde_json::{Value, json};
@@ -37,6 +38,8 @@ pub struct CommandView {
     pub containers: Vec<crate::cluster::ContainerView>,
     pub state: AllocationState,
     pub resource_pool: String,
+    /// The account its process runs as: its agent's, or before placement one of its pool's.
+    pub agent_user: Option<AgentUnixUser>,
 }
 
 #[derive(Clone)]
@@ -91,7 +94,7 @@ impl CommandService {
             .await?;
         tracing::info!(task = %task_id, kind = %req.kind, by = %caller.user.username, "task launched");
         self.cluster.notify(ClusterEvent::TaskCreated { task_id: task_id.clone() });
-        Ok(self.view(record, &parsed).await?)
+        self.view(record, &parsed).await
     }
 
     /// The kind's live tasks, as upstream lists them; `usernames` empty means everyone's.
@@ -161,9 +164,14 @@ impl CommandService {
         } else {
             allocation.as_ref().and_then(|a| AllocationState::parse(&a.state)).unwrap_or(AllocationState::Queued)
         };
-        let containers = allocation.as_ref().map(|a| self.cluster.view().containers_of(&a.allocation_id)).unwrap_or_default();
+        let cluster = self.cluster.view();
+        let containers = allocation.as_ref().map(|a| cluster.containers_of(&a.allocation_id)).unwrap_or_default();
         let resource_pool = if config.resource_pool.is_empty() { DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
-        Ok(CommandView { record, allocation, containers, state, resource_pool })
+        let agent_user = match containers.first() {
+            Some(c) => cluster.agents.get(&c.agent_id).and_then(|a| a.unix_user.clone()),
+            None => cluster.agents.values().filter(|a| a.resource_pool == resource_pool).find_map(|a| a.unix_user.clone()),
+        };
+        Ok(CommandView { record, allocation, containers, state, resource_pool, agent_user })
     }
 }
 

@@ -45,6 +45,7 @@ impl FakeAgent {
                 hostname: "localhost".into(),
                 tasks_reattached,
                 addresses: vec![],
+                unix_user: None,
             }))
             .await;
         agent

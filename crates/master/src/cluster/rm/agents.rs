@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use resolute_api::agent_protocol::{
-    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, MasterToAgent, StartTask, TaskExitInfo, TaskState,
+    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MasterToAgent, StartTask, TaskExitInfo,
+    TaskState,
 };
 use resolute_scheduler::{AgentSpec, AllocationRequest, DeviceType, LogicalTime, Scheduler, SchedulerConfig, SlotSpec};
 use tokio::sync::mpsc;
@@ -55,6 +56,7 @@ struct AgentRun {
     hostname: String,
     /// Where other hosts reach the agent's task ports.
     addresses: Vec<String>,
+    unix_user: Option<AgentUnixUser>,
     version: String,
     devices: Vec<AgentDevice>,
     registered: DateTime<Utc>,
@@ -143,6 +145,7 @@ impl AgentResourceManager {
             resource_pool: query.resource_pool.clone(),
             hostname: query.hostname.clone(),
             addresses: Vec::new(),
+            unix_user: None,
             version: query.version.clone(),
             devices: Vec::new(),
             registered: resolute_store::db_now(),
@@ -201,6 +204,7 @@ impl AgentResourceManager {
         let was_started = agent.started;
         agent.devices = started.devices.clone();
         agent.addresses = started.addresses.clone();
+        agent.unix_user = started.unix_user.clone();
         agent.version = started.version.clone();
         if !started.hostname.is_empty() {
             agent.hostname = started.hostname.clone();
@@ -224,7 +228,7 @@ impl AgentResourceManager {
         // their allocations; a timed-out reconnect failed them) are orphans: their tokens are
         // revoked and their reports refused, so they only hold slots. Kill them.
         let orphans: Vec<String> =
-            started.tasks_reattached.iter().filter(|c| !self.containers.get(*c).is_some_and(|k| k.agent_id == agent_id)).cloned().collect();
+            started.tasks_reattached.iter().filter(|c| self.containers.get(*c).is_none_or(|k| k.agent_id != agent_id)).cloned().collect();
         for container_id in orphans {
             tracing::warn!(agent = %agent_id, container = %container_id, "killing a process no allocation owns");
             self.send(agent_id, MasterToAgent::KillTask { container_id });
@@ -405,6 +409,7 @@ impl ResourceManager for AgentResourceManager {
                     registered_time: agent.registered,
                     resource_pool: agent.resource_pool.clone(),
                     hostname: agent.hostname.clone(),
+                    unix_user: agent.unix_user.clone(),
                     version: agent.version.clone(),
                     enabled: true,
                     draining: false,
