@@ -13,7 +13,7 @@ import pytest
 
 from conftest import Agent, DetCli
 from experiments import wait_for
-from test_commands import command_id, ours
+from test_commands import command_id
 
 # CI installs both (.ci/run), so there a missing one fails instead of skipping.
 pytestmark = pytest.mark.skipif(
@@ -25,9 +25,9 @@ pytestmark = pytest.mark.skipif(
 QUIET_SSH = ["-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
 
 
-def shell_state(det: DetCli, shell_id: str) -> str:
-    row = next((line for line in det.ok("shell", "list").splitlines() if shell_id in line), "")
-    return row
+def shell_ended(det: DetCli, shell_id: str) -> bool:
+    """Listings show live shells only, as upstream's."""
+    return shell_id not in det.ok("shell", "list")
 
 
 def start_shell(det: DetCli) -> str:
@@ -45,14 +45,14 @@ def test_upstream_cli_opens_a_shell_and_runs_a_command(det: DetCli, agent: Agent
         assert getpass.getuser() in out, out
         assert f"task={shell_id}" in out, "the session carries the task's environment"
         assert "To reconnect, run: det shell open" in out, out
-        assert "RUNNING" in shell_state(det, shell_id)
+        assert "RUNNING" in next(line for line in det.ok("shell", "list").splitlines() if shell_id in line)
 
-        proc = ours(det, "shell", "open", shell_id, *QUIET_SSH, "echo", "ours-$(whoami)", timeout=120)
+        proc = det.ours("shell", "open", shell_id, *QUIET_SSH, "echo", "ours-$(whoami)", timeout=120)
         assert proc.returncode == 0, proc
         assert f"ours-{getpass.getuser()}" in proc.stdout, proc
     finally:
         assert f"Killed shell {shell_id}" in det.ok("shell", "kill", shell_id)
-    wait_for("the kill to end the shell", lambda: "TERMINATED" in shell_state(det, shell_id), timeout=60)
+    wait_for("the kill to end the shell", lambda: shell_ended(det, shell_id), timeout=60)
 
 
 def test_upstream_shell_start_without_detach_logs_in(det: DetCli, agent: Agent) -> None:
@@ -66,16 +66,16 @@ def test_upstream_shell_start_without_detach_logs_in(det: DetCli, agent: Agent) 
 
 def test_our_cli_starts_opens_and_kills_a_shell(det: DetCli, agent: Agent) -> None:
     det.login("determined")
-    proc = ours(det, "shell", "start", "-d")
+    proc = det.ours("shell", "start", "-d")
     assert proc.returncode == 0, proc
     shell_id = proc.stdout.strip()
-    opened = ours(det, "shell", "open", shell_id[:8], *QUIET_SSH, "exit 0", timeout=120)
+    opened = det.ours("shell", "open", shell_id[:8], *QUIET_SSH, "exit 0", timeout=120)
     assert opened.returncode == 0, opened
-    shown = ours(det, "shell", "show-ssh-command", shell_id)
+    shown = det.ours("shell", "show-ssh-command", shell_id)
     assert shown.returncode == 0 and "ProxyCommand=" in shown.stdout and f"@{shell_id}" in shown.stdout, shown
-    killed = ours(det, "shell", "kill", shell_id)
+    killed = det.ours("shell", "kill", shell_id)
     assert killed.returncode == 0, killed
-    wait_for("the kill to end the shell", lambda: "TERMINATED" in shell_state(det, shell_id), timeout=60)
+    wait_for("the kill to end the shell", lambda: shell_ended(det, shell_id), timeout=60)
 
 
 def test_a_key_other_than_the_shells_is_refused(det: DetCli, agent: Agent, tmp_path: Path) -> None:
