@@ -75,6 +75,7 @@ use utoipa::{Modify, OpenApi};
         super::templates::delete,
         super::commands::launch_command,
         super::commands::launch_notebook,
+        super::commands::launch_tensorboard,
         super::commands::list_commands,
         super::commands::list_notebooks,
         super::commands::list_shells,

@@ -224,7 +224,7 @@ impl AgentResourceManager {
         // their allocations; a timed-out reconnect failed them) are orphans: their tokens are
         // revoked and their reports refused, so they only hold slots. Kill them.
         let orphans: Vec<String> =
-            started.tasks_reattached.iter().filter(|c| !self.containers.get(*c).is_some_and(|k| k.agent_id == agent_id)).cloned().collect();
+            started.tasks_reattached.iter().filter(|c| self.containers.get(*c).is_none_or(|k| k.agent_id != agent_id)).cloned().collect();
         for container_id in orphans {
             tracing::warn!(agent = %agent_id, container = %container_id, "killing a process no allocation owns");
             self.send(agent_id, MasterToAgent::KillTask { container_id });

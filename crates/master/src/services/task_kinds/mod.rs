@@ -3,6 +3,7 @@
 //! (`domain::task_service`) — port, readiness line, files, proxy — the loop starts it with.
 
 mod notebook;
+mod tensorboard;
 
 use serde_json::{Value, json};
 
@@ -22,6 +23,7 @@ pub fn prepare(kind: TaskType, task_id: &str, config: Value, extra: Value) -> Ap
     let extra = if extra.is_object() { extra } else { json!({}) };
     match kind {
         TaskType::Notebook => Ok(notebook::prepare(task_id, config, extra)),
+        TaskType::Tensorboard => Ok(tensorboard::prepare(task_id, config, extra)),
         _ => Ok(KindLaunch { config, extra }),
     }
 }
