@@ -180,8 +180,11 @@ def main() -> None:
         hparams, latest, seed = config["hyperparameters"], args.resume, 0
         storage = args.checkpoint_dir
 
-    # MANUAL TensorBoard mode: no metric writer, so the example needs neither TensorFlow nor torch.
-    with det.core.init(checkpoint_storage=storage, tensorboard_mode=core.TensorboardMode.MANUAL) as core_context:
+    # MANUAL TensorBoard mode: no metric writer, so the example needs neither TensorFlow nor torch
+    # (a TensorBoard still draws its curves, from the metrics the master stored). The
+    # `tensorboard_auto` hyperparameter opts in to the harness's event-file writer (needs torch or TF).
+    mode = core.TensorboardMode.AUTO if hparams.get("tensorboard_auto") else core.TensorboardMode.MANUAL
+    with det.core.init(checkpoint_storage=storage, tensorboard_mode=mode) as core_context:
         train(core_context, hparams, config, latest, seed)
 
 

@@ -222,21 +222,30 @@ pub struct BulkExperimentFilters {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LaunchTensorboardRequest {
-    #[serde(default, alias = "experiment_ids", skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, alias = "experiment_ids", deserialize_with = "null_as_empty", skip_serializing_if = "Vec::is_empty")]
     pub experiment_ids: Vec<i32>,
-    #[serde(default, alias = "trial_ids", skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, alias = "trial_ids", deserialize_with = "null_as_empty", skip_serializing_if = "Vec::is_empty")]
     pub trial_ids: Vec<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub config: Option<Value>,
     #[serde(default, alias = "template_name", skip_serializing_if = "Option::is_none")]
     pub template_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, deserialize_with = "null_as_empty", skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<File>,
     #[serde(default, alias = "workspace_id", skip_serializing_if = "Option::is_none")]
     pub workspace_id: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filters: Option<BulkExperimentFilters>,
+}
+
+/// The upstream client sends unset lists as `null` (`det tensorboard start EXP` has `trialIds: null`).
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// `POST /api/v1/commands` response.

@@ -81,6 +81,10 @@ fn launch_requests_read_what_the_cli_sends() {
     let (req, _): (LaunchTensorboardRequest, _) = round_trip(json);
     assert_eq!(req.experiment_ids, vec![1, 2]);
     assert_eq!(req.filters.unwrap().states, vec![ExperimentState::Active]);
+    // `det tensorboard start 2`, as upstream's bindings write it.
+    let json = r#"{"config": {}, "experimentIds": [2], "files": [], "trialIds": null, "workspaceId": null}"#;
+    let req: LaunchTensorboardRequest = serde_json::from_str(json).unwrap();
+    assert_eq!((req.experiment_ids, req.trial_ids, req.workspace_id), (vec![2], vec![], None));
 
     let (req, _): (LaunchNotebookRequest, _) = round_trip(r#"{"template_name": "t", "preview": true}"#);
     assert_eq!(req.template_name.as_deref(), Some("t"));

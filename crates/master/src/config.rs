@@ -83,6 +83,11 @@ pub static SETTINGS: &[Setting] = &[
     setting("checkpoint_storage.host_path", SettingKind::Text, "shared_fs checkpoint storage host path"),
     setting("checkpoint_storage.storage_path", SettingKind::Text, "checkpoint storage sub-path"),
     setting("log.level", SettingKind::Text, "log level: trace, debug, info, warn, error"),
+    setting(
+        "tensorboard_timeout",
+        SettingKind::Count,
+        "seconds without proxied traffic after which a TensorBoard is killed (default 300; 0 never)",
+    ),
 ];
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -97,6 +102,8 @@ pub struct MasterConfig {
     /// Kept as written; validated by the experiment configuration code that uses it.
     pub checkpoint_storage: Option<Value>,
     pub log: LogConfig,
+    /// Seconds a TensorBoard may go without proxied traffic before it is killed; 0 never.
+    pub tensorboard_timeout: u32,
     /// Keys we read but ignore, to warn about them once the logger is up.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -143,6 +150,7 @@ impl Default for MasterConfig {
             security: SecurityConfig::default(),
             checkpoint_storage: None,
             log: LogConfig::default(),
+            tensorboard_timeout: 300,
             warnings: Vec::new(),
         }
     }
@@ -187,7 +195,6 @@ const UPSTREAM_ONLY_KEYS: &[&str] = &[
     "logging",
     "retention_policy",
     "webhooks",
-    "tensorboard_timeout",
     "notebook_timeout",
     "ui_customization",
     "feature_switches",

@@ -15,6 +15,20 @@ fn defaults_match_upstream() {
     assert_eq!(c.db.name, "determined");
     assert!(!c.uses_postgres());
     assert_eq!(c.security.token.default_lifespan_days, 7);
+    assert_eq!(c.tensorboard_timeout, 300);
+}
+
+#[test]
+fn tensorboard_timeout_comes_from_the_file_env_or_flag() {
+    let c = MasterConfig::from_tree(serde_json::json!({"tensorboard_timeout": 60})).unwrap();
+    assert_eq!(c.tensorboard_timeout, 60);
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    let c = MasterConfig::load_with_env(None, &env(&[("DET_TENSORBOARD_TIMEOUT", "5")]), &[]).unwrap();
+    assert_eq!(c.tensorboard_timeout, 5);
+    let c = MasterConfig::load_with_env(None, &[], &[("tensorboard_timeout", "0".to_owned())]).unwrap();
+    assert_eq!(c.tensorboard_timeout, 0);
+    let err = MasterConfig::load_with_env(None, &env(&[("DET_TENSORBOARD_TIMEOUT", "soon")]), &[]).unwrap_err();
+    assert!(err.to_string().contains("DET_TENSORBOARD_TIMEOUT"), "{err}");
 }
 
 #[test]

@@ -102,6 +102,16 @@ impl Master {
             cluster::start_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), hooks, cluster_events).await,
         );
         let purger = tokio::spawn(purge_sessions_periodically(state.clone()));
+        let idle_watcher = tokio::spawn(
+            services::IdleWatcher::new(
+                state.store.clone(),
+                state.task_logs.clone(),
+                state.proxies.clone(),
+                state.cluster.clone(),
+                vec![services::IdleRule::tensorboards(state.config.tensorboard_timeout)],
+            )
+            .run(services::idle_tasks::CHECK_INTERVAL),
+        );
         let app = http::router(state);
         // No Nagle on any connection: small responses and websocket frames (task starts, kills)
         // go out at once instead of waiting on the peer's delayed ACK.
@@ -112,6 +122,7 @@ impl Master {
         });
         let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(MasterError::Serve);
         purger.abort();
+        idle_watcher.abort();
         cluster_loop.abort();
         store.close().await;
         result

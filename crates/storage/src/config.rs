@@ -106,6 +106,21 @@ impl StorageConfig {
         Ok(self.root()?.join(uuid))
     }
 
+    /// Where a trial's harness uploads its TensorBoard event files:
+    /// `<root>/<cluster_id>/tensorboard/experiment/<exp>/trial/<trial>` (the harness's
+    /// `tensorboard.build.get_sync_path` below the storage root). The cluster id names one
+    /// directory entry, as a checkpoint uuid does.
+    pub fn tensorboard_dir(&self, cluster_id: &str, experiment_id: i32, trial_id: i32) -> Result<PathBuf, StorageError> {
+        validate_uuid(cluster_id)?;
+        Ok(self
+            .root()?
+            .join(cluster_id)
+            .join("tensorboard/experiment")
+            .join(experiment_id.to_string())
+            .join("trial")
+            .join(trial_id.to_string()))
+    }
+
     /// The store that deletes and finds this storage's checkpoint files.
     pub fn open(&self) -> Result<Box<dyn CheckpointStore>, StorageError> {
         Ok(Box::new(LocalDirectory::new(self.root()?)))
@@ -190,6 +205,17 @@ mod tests {
         }
         let err = root(json!({"type":"shared_fs","host_path":"/h","storage_path":"../x"})).unwrap_err();
         assert_eq!(err.to_string(), r#"checkpoint_storage.storage_path "../x" must be a subdirectory of host_path "/h""#);
+    }
+
+    #[test]
+    fn tensorboard_dirs_are_where_the_harness_uploads_event_files() {
+        let shared = StorageConfig::from_json(&json!({"type": "shared_fs", "host_path": "/mnt/ckpt", "storage_path": "team"})).unwrap();
+        assert_eq!(shared.tensorboard_dir("c-1", 7, 42).unwrap(), PathBuf::from("/mnt/ckpt/team/c-1/tensorboard/experiment/7/trial/42"));
+        let directory = StorageConfig::from_json(&json!({"type": "directory", "container_path": "/data"})).unwrap();
+        assert_eq!(directory.tensorboard_dir("c", 1, 2).unwrap(), PathBuf::from("/data/c/tensorboard/experiment/1/trial/2"));
+        assert!(matches!(directory.tensorboard_dir("../x", 1, 2), Err(StorageError::BadUuid(_))));
+        let s3 = StorageConfig::from_json(&json!({"type": "s3", "bucket": "b"})).unwrap();
+        assert!(matches!(s3.tensorboard_dir("c", 1, 2), Err(StorageError::Unsupported(_))));
     }
 
     #[test]

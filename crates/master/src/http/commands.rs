@@ -7,7 +7,7 @@ use resolute_api::commands::{
     Command, Container, ContainerState, GetCommandResponse, GetCommandsResponse, GetNotebookResponse, GetNotebooksResponse, GetNtscQuery,
     GetShellResponse, GetShellsResponse, GetTensorboardResponse, GetTensorboardsResponse, KillCommandResponse, KillNotebookResponse,
     KillShellResponse, KillTensorboardResponse, LaunchCommandResponse, LaunchNotebookResponse, LaunchNtscRequest, LaunchShellResponse,
-    Notebook, NtscBase, Shell, Tensorboard,
+    LaunchTensorboardRequest, LaunchTensorboardResponse, Notebook, NtscBase, Shell, Tensorboard,
 };
 use resolute_api::error::ErrorBody;
 use resolute_api::files::File;
@@ -161,6 +161,32 @@ pub async fn launch_shell(
     let view = launch(&state, &caller, TaskType::Shell, req, serde_json::json!({})).await?;
     let config = view.record.config.clone();
     Ok(Json(LaunchShellResponse { shell: shell(&view), config, warnings: Vec::new() }))
+}
+
+#[utoipa::path(post, path = "/api/v1/tensorboards", tag = "TensorBoards", request_body = LaunchTensorboardRequest,
+    responses((status = 200, body = LaunchTensorboardResponse),
+        (status = 400, description = "no experiments or trials named, filters given, or an invalid config", body = ErrorBody),
+        (status = 404, description = "unknown experiment, trial or template", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn launch_tensorboard(
+    State(state): State<AppState>,
+    caller: Principal,
+    JsonBody(req): JsonBody<LaunchTensorboardRequest>,
+) -> ApiResult<Json<LaunchTensorboardResponse>> {
+    if req.filters.is_some() && req.experiment_ids.is_empty() && req.trial_ids.is_empty() {
+        return Err(ApiError::invalid("choosing experiments by filters is not supported yet; name them with experimentIds or trialIds"));
+    }
+    let launch = LaunchTask {
+        kind: TaskType::Tensorboard,
+        config: req.config.unwrap_or_default(),
+        template_name: req.template_name,
+        files: context_files(req.files),
+        workspace_id: req.workspace_id,
+        extra: serde_json::json!({}),
+    };
+    let view = state.commands.launch_tensorboard(&caller, launch, &req.experiment_ids, &req.trial_ids).await?;
+    let config = view.record.config.clone();
+    Ok(Json(LaunchTensorboardResponse { tensorboard: tensorboard(&view), config, warnings: Vec::new() }))
 }
 
 async fn launch(

@@ -132,7 +132,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/shells", get(commands::list_shells).post(commands::launch_shell))
         .route("/api/v1/shells/{id}", get(commands::get_shell))
         .route("/api/v1/shells/{id}/kill", post(commands::kill_shell))
-        .route("/api/v1/tensorboards", get(commands::list_tensorboards))
+        .route("/api/v1/tensorboards", get(commands::list_tensorboards).post(commands::launch_tensorboard))
         .route("/api/v1/tensorboards/{id}", get(commands::get_tensorboard))
         .route("/api/v1/tensorboards/{id}/kill", post(commands::kill_tensorboard))
         .route("/api/v1/tasks/count", get(tasks::count))

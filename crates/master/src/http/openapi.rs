@@ -76,6 +76,7 @@ use utoipa::{Modify, OpenApi};
         super::commands::launch_command,
         super::commands::launch_notebook,
         super::commands::launch_shell,
+        super::commands::launch_tensorboard,
         super::commands::list_commands,
         super::commands::list_notebooks,
         super::commands::list_shells,

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::Principal;
 use super::fit_check::check_fits;
 use super::model_def::{ContextFile, build_archive};
-use super::task_kinds;
+use super::{task_kinds, tensorboards};
 use crate::cluster::{ClusterEvent, ClusterHandle, DEFAULT_POOL};
 use crate::domain::{AllocationState, TaskType};
 use crate::error::{ApiError, ApiResult};
@@ -95,6 +95,20 @@ impl CommandService {
         tracing::info!(task = %task_id, kind = %req.kind, by = %caller.user.username, "task launched");
         self.cluster.notify(ClusterEvent::TaskCreated { task_id: task_id.clone() });
         self.view(record, &parsed).await
+    }
+
+    /// A TensorBoard over the given experiments' trials or the given trials (404 naming an
+    /// unknown one, 400 when neither is given); what it shows is resolved now and kept in `extra`.
+    pub async fn launch_tensorboard(
+        &self,
+        caller: &Principal,
+        mut req: LaunchTask,
+        experiment_ids: &[i32],
+        trial_ids: &[i32],
+    ) -> ApiResult<CommandView> {
+        req.kind = TaskType::Tensorboard;
+        req.extra = tensorboards::resolve(self.store.as_ref(), experiment_ids, trial_ids).await?;
+        self.launch(caller, req).await
     }
 
     /// The kind's live tasks, as upstream lists them; `usernames` empty means everyone's.

@@ -24,6 +24,7 @@ mod runtime_trials;
 mod searcher_state;
 mod seed;
 mod tasks;
+mod tensorboards;
 mod users;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
@@ -57,6 +58,8 @@ harness::api_test!(experiment_actions::labels_and_patch);
 harness::api_test!(experiment_actions::only_owner_or_admin_can_change);
 harness::api_test!(experiment_lists::list_filters_sorts_and_paginates);
 harness::api_test!(experiment_lists::trials_and_checkpoints);
+harness::api_test!(tensorboards::launch_resolves_trials_and_sends_stored_metrics);
+harness::api_test!(tensorboards::launch_refuses_unknown_or_missing_sources);
 harness::api_test!(cluster_loop::single_trial_runs_to_completion);
 harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
 harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);

@@ -4,6 +4,7 @@
 
 mod notebook;
 mod shell;
+mod tensorboard;
 
 use serde_json::{Value, json};
 
@@ -24,6 +25,7 @@ pub fn prepare(kind: TaskType, task_id: &str, config: Value, extra: Value) -> Ap
     match kind {
         TaskType::Notebook => Ok(notebook::prepare(task_id, config, extra)),
         TaskType::Shell => shell::prepare(task_id, config, extra),
+        TaskType::Tensorboard => Ok(tensorboard::prepare(task_id, config, extra)),
         _ => Ok(KindLaunch { config, extra }),
     }
 }
