@@ -20,7 +20,9 @@ async fn wait_state(m: &TestMaster, token: &str, id: &str, state: &str) -> Value
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let t = task(m, token, id).await;
-        if t["taskState"] == state {
+        // The row and the generic fields are read one after the other: wait for both.
+        let settled = state != "GENERIC_TASK_STATE_CANCELED" || t["endTime"].is_string();
+        if t["taskState"] == state && settled {
             return t;
         }
         assert!(Instant::now() < deadline, "task {id} never reached {state}: {t}");
@@ -69,9 +71,19 @@ pub async fn generic_tasks_create_pause_unpause_kill(m: &TestMaster) {
     assert_error(&m.post(&format!("/api/v1/tasks/{id}/pause"), Some(&admin), json!({})).await, 400, "FailedPrecondition");
     // Unpause queues a second allocation.
     assert_eq!(m.post(&format!("/api/v1/tasks/{id}/unpause"), Some(&admin), json!({})).await.status, 200);
-    let resumed = wait_state(m, &admin, &id, "GENERIC_TASK_STATE_ACTIVE").await;
-    let allocations: Vec<&str> = resumed["allocations"].as_array().unwrap().iter().map(|a| a["allocationId"].as_str().unwrap()).collect();
-    assert_eq!(allocations, [format!("{id}.1"), format!("{id}.2")]);
+    wait_state(m, &admin, &id, "GENERIC_TASK_STATE_ACTIVE").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let resumed = task(m, &admin, &id).await;
+        let allocations: Vec<&str> =
+            resumed["allocations"].as_array().unwrap().iter().map(|a| a["allocationId"].as_str().unwrap()).collect();
+        if allocations.len() == 2 {
+            assert_eq!(allocations, [format!("{id}.1"), format!("{id}.2")]);
+            break;
+        }
+        assert!(Instant::now() < deadline, "no second allocation: {resumed}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_error(&m.post(&format!("/api/v1/tasks/{id}/unpause"), Some(&admin), json!({})).await, 400, "FailedPrecondition");
 
     // Someone else may not touch it; kill reaches the child too.
