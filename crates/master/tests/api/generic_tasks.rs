@@ -47,8 +47,18 @@ pub async fn generic_tasks_create_pause_unpause_kill(m: &TestMaster) {
     assert_eq!(config["entrypoint"], json!(["echo", "hi"]));
     let c = m.get(&format!("/api/v1/tasks/{id}/config"), Some(&admin)).await;
     assert_eq!(serde_json::from_str::<Value>(c.body["config"].as_str().unwrap()).unwrap(), config);
-    let listed = m.get("/api/v1/tasks", Some(&admin)).await;
-    assert_eq!(listed.body["allocationIdToSummary"][format!("{id}.1")]["name"], format!("Generic Task {id}"), "{}", listed.text);
+    // The loop queues the allocation after the reply.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let listed = m.get("/api/v1/tasks", Some(&admin)).await;
+        let summary = &listed.body["allocationIdToSummary"][format!("{id}.1")];
+        if !summary.is_null() {
+            assert_eq!(summary["name"], format!("Generic Task {id}"), "{}", listed.text);
+            break;
+        }
+        assert!(Instant::now() < deadline, "never listed: {}", listed.text);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     // A child of the task, and a fork of it that inherits its config.
     let child = m
