@@ -103,9 +103,13 @@ def create_pg_database() -> Dict[str, str]:
 class Master:
     """One `det master run` child process on a free loopback port."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, config_yaml: Optional[str] = None) -> None:
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
+        self.config_file: Optional[Path] = None
+        if config_yaml is not None:
+            self.config_file = workdir / "master.yaml"
+            self.config_file.write_text(config_yaml)
         self.db = compat_db()
         self.env = {k: v for k, v in os.environ.items() if k not in DB_ENV_VARS}
         if self.db == "postgres":
@@ -125,6 +129,8 @@ class Master:
             "--data-dir",
             str(self.workdir / "data"),
         ]
+        if self.config_file is not None:
+            cmd += ["--config-file", str(self.config_file)]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 cmd, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT

@@ -138,6 +138,9 @@ pub struct Task {
     pub start_time: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<DateTime<Utc>>,
+    /// Set only for generic tasks.
+    #[serde(flatten)]
+    pub generic: crate::generic_tasks::GenericTaskFields,
 }
 
 /// `GET /api/v1/tasks/{taskId}`.

@@ -4,11 +4,14 @@
 //! Every overridable scalar is listed once in [`SETTINGS`]; its environment variable
 //! (`DET_DB_HOST`) and flag (`--db-host`) are derived from its path (`db.host`), as upstream does.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use thiserror::Error;
+
+use crate::domain::task_container_defaults::TaskContainerDefaults;
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -104,6 +107,16 @@ pub struct MasterConfig {
     pub log: LogConfig,
     /// Seconds a TensorBoard may go without proxied traffic before it is killed; 0 never.
     pub tensorboard_timeout: u32,
+    /// Kept as written; read by `services::task_container_defaults`, which warns about the keys
+    /// it cannot apply.
+    pub task_container_defaults: Option<Value>,
+    /// `resource_pools[].task_container_defaults` by `pool_name` (the rest of `resource_pools` is
+    /// not read yet).
+    #[serde(skip)]
+    pub pool_task_container_defaults: BTreeMap<String, Value>,
+    /// Both of the above, validated (by [`MasterConfig::from_tree`]).
+    #[serde(skip)]
+    pub container_defaults: TaskContainerDefaults,
     /// Keys we read but ignore, to warn about them once the logger is up.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -151,6 +164,9 @@ impl Default for MasterConfig {
             checkpoint_storage: None,
             log: LogConfig::default(),
             tensorboard_timeout: 300,
+            task_container_defaults: None,
+            pool_task_container_defaults: BTreeMap::new(),
+            container_defaults: TaskContainerDefaults::default(),
             warnings: Vec::new(),
         }
     }
@@ -186,7 +202,6 @@ const UPSTREAM_ONLY_KEYS: &[&str] = &[
     "resource_manager",
     "resource_pools",
     "additional_resource_managers",
-    "task_container_defaults",
     "telemetry",
     "observability",
     "enable_cors",
@@ -246,6 +261,7 @@ impl MasterConfig {
     /// Parses an already-loaded YAML/JSON tree, collecting warnings for keys we ignore.
     pub fn from_tree(mut tree: Value) -> Result<MasterConfig, ConfigError> {
         let mut warnings = Vec::new();
+        let pool_defaults = pool_task_container_defaults(&tree);
         if let Value::Object(map) = &mut tree {
             for key in UPSTREAM_ONLY_KEYS {
                 if map.remove(*key).is_some() {
@@ -257,6 +273,12 @@ impl MasterConfig {
         let mut config: MasterConfig = serde_ignored::deserialize(tree, |path| ignored.push(path.to_string()))
             .map_err(|e| ConfigError::Invalid { field: "master config".to_owned(), message: e.to_string() })?;
         warnings.extend(ignored.into_iter().map(|p| format!("unknown master config key `{p}` is ignored")));
+        config.pool_task_container_defaults = pool_defaults;
+        let (container_defaults, defaults_warnings) =
+            TaskContainerDefaults::from_config(config.task_container_defaults.as_ref(), &config.pool_task_container_defaults)
+                .map_err(|e| ConfigError::Invalid { field: e.field, message: e.message })?;
+        config.container_defaults = container_defaults;
+        warnings.extend(defaults_warnings);
         config.warnings = warnings;
         config.validate()?;
         Ok(config)
@@ -308,6 +330,19 @@ pub fn tracing_level(level: &str) -> Option<&'static str> {
         "error" | "fatal" | "panic" => Some("error"),
         _ => None,
     }
+}
+
+/// `resource_pools[].task_container_defaults` by pool name; pools without either are skipped.
+fn pool_task_container_defaults(tree: &Value) -> BTreeMap<String, Value> {
+    let Some(pools) = tree.get("resource_pools").and_then(Value::as_array) else { return BTreeMap::new() };
+    pools
+        .iter()
+        .filter_map(|pool| {
+            let name = pool.get("pool_name")?.as_str()?;
+            let defaults = pool.get("task_container_defaults").filter(|d| !d.is_null())?;
+            Some((name.to_owned(), defaults.clone()))
+        })
+        .collect()
 }
 
 fn read_yaml(path: &Path) -> Result<Value, ConfigError> {

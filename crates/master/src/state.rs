@@ -60,7 +60,8 @@ impl AppState {
     pub fn new(store: Arc<dyn Store>, config: MasterConfig, identity: Identity, cluster: ClusterHandle) -> AppState {
         let lifespan = chrono::TimeDelta::days(i64::from(config.security.token.default_lifespan_days));
         let sessions = Arc::new(SessionCache::default());
-        let experiments = ExperimentService::new(store.clone(), cluster.clone(), config.checkpoint_storage.clone(), &config.data_dir());
+        let experiments = ExperimentService::new(store.clone(), cluster.clone(), config.checkpoint_storage.clone(), &config.data_dir())
+            .with_container_defaults(config.container_defaults.clone());
         AppState(Arc::new(AppServices {
             identity: Arc::new(identity),
             auth: AuthService::new(store.clone(), sessions.clone(), lifespan),
@@ -69,7 +70,7 @@ impl AppState {
             runtime: TrialRuntimeService::new(store.clone(), cluster.clone()),
             task_logs: TaskLogService::new(store.clone()),
             tasks: TaskService::new(store.clone(), cluster.clone()),
-            commands: CommandService::new(store.clone(), cluster.clone()),
+            commands: CommandService::new(store.clone(), cluster.clone()).with_container_defaults(config.container_defaults.clone()),
             templates: TemplateService::new(store.clone()),
             cluster,
             proxies: ProxyRegistry::new(),

@@ -25,6 +25,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
+pub use command::{EXITED_SUCCESSFULLY, KILLED};
 pub use hooks::{LoopHooks, ServiceEndpoint};
 pub use orchestrator::{Orchestrator, Timing, start_loop};
 pub use rm::{AgentInput, RmInput};
@@ -57,6 +58,10 @@ pub enum ClusterEvent {
     TaskCreated { task_id: String },
     /// A user killed such a task.
     KillTask { task_id: String },
+    /// A user paused a generic task: its process stops, the task stays open.
+    PauseTask { task_id: String },
+    /// A user unpaused a paused generic task: a new allocation is queued.
+    UnpauseTask { task_id: String },
     /// For the resource manager (agents connecting, reporting, leaving; its own timers).
     Rm(RmInput),
     /// Timers the loop set for itself.

@@ -110,6 +110,8 @@ impl Orchestrator {
             ClusterEvent::KillTrial { trial_id } => self.kill_trial(trial_id).await,
             ClusterEvent::TaskCreated { task_id } => self.task_created(&task_id).await,
             ClusterEvent::KillTask { task_id } => self.kill_task(&task_id).await,
+            ClusterEvent::PauseTask { task_id } => self.pause_task(&task_id).await,
+            ClusterEvent::UnpauseTask { task_id } => self.unpause_task(&task_id).await,
             ClusterEvent::Rm(input) => {
                 let mut result = Ok(());
                 for event in self.rm.handle(input) {

@@ -4,8 +4,10 @@
 //! through `as_str` and `parse`.
 
 pub mod experiment_state;
+pub mod generic_task;
 pub mod search_config;
 mod states;
+pub mod task_container_defaults;
 pub mod task_service;
 mod task_type;
 

@@ -9,6 +9,7 @@ mod experiment_items;
 mod experiment_wire;
 mod experiments;
 mod extract;
+mod generic_tasks;
 mod info;
 mod logs;
 mod ndjson;
@@ -137,6 +138,11 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/tensorboards/{id}/kill", post(commands::kill_tensorboard))
         .route("/api/v1/tasks/count", get(tasks::count))
         .route("/api/v1/tasks/{id}", get(tasks::get))
+        .route("/api/v1/generic-tasks", post(generic_tasks::create))
+        .route("/api/v1/tasks/{id}/config", get(generic_tasks::config))
+        .route("/api/v1/tasks/{id}/kill", post(generic_tasks::kill))
+        .route("/api/v1/tasks/{id}/pause", post(generic_tasks::pause))
+        .route("/api/v1/tasks/{id}/unpause", post(generic_tasks::unpause))
         .route("/api/v1/tasks/{id}/logs", get(logs::task_logs))
         .route("/api/v1/tasks/{id}/logs/fields", get(logs::task_logs_fields))
         .route("/checkpoints/{uuid}", get(checkpoint_download::download))

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::extract::{Path, State};
 use resolute_api::error::ErrorBody;
+use resolute_api::generic_tasks::GenericTaskFields;
 use resolute_api::tasks::{
     Allocation, AllocationSummary, Device, DeviceType, GetActiveTasksCountResponse, GetTaskResponse, GetTasksResponse, ResourcesSummary,
     ResourcesSummaryDevices, Task, TaskState, TaskType,
@@ -13,6 +14,7 @@ use resolute_api::tasks::{
 use resolute_store::TaskWithAllocations;
 
 use crate::cluster::SlotView;
+use crate::domain::TaskType as DomainTaskType;
 use crate::error::ApiResult;
 use crate::services::{OpenAllocation, Principal};
 use crate::state::AppState;
@@ -30,7 +32,13 @@ pub async fn list(State(state): State<AppState>, _caller: Principal) -> ApiResul
 #[utoipa::path(get, path = "/api/v1/tasks/{taskId}", tag = "Tasks", params(("taskId" = String, Path)),
     responses((status = 200, body = GetTaskResponse), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
 pub async fn get(State(state): State<AppState>, _caller: Principal, Path(task_id): Path<String>) -> ApiResult<Json<GetTaskResponse>> {
-    Ok(Json(GetTaskResponse { task: task(state.tasks.task(&task_id).await?) }))
+    let found = state.tasks.task(&task_id).await?;
+    let generic = if found.task.task_type == DomainTaskType::Generic.as_str() {
+        super::generic_tasks::fields(state.commands.generic_info(&task_id).await?)
+    } else {
+        GenericTaskFields::default()
+    };
+    Ok(Json(GetTaskResponse { task: Task { generic, ..task(found) } }))
 }
 
 #[utoipa::path(get, path = "/api/v1/tasks/count", tag = "Tasks", responses((status = 200, body = GetActiveTasksCountResponse)),
@@ -102,5 +110,6 @@ fn task(t: TaskWithAllocations) -> Task {
         allocations,
         start_time: t.task.start_time,
         end_time: t.task.end_time,
+        generic: GenericTaskFields::default(),
     }
 }

@@ -14,6 +14,7 @@ use super::fit_check::check_fits;
 use super::model_def::{ContextFile, build_archive};
 use super::{task_kinds, tensorboards};
 use crate::cluster::{ClusterEvent, ClusterHandle, DEFAULT_POOL};
+use crate::domain::task_container_defaults::TaskContainerDefaults;
 use crate::domain::{AllocationState, TaskType};
 use crate::error::{ApiError, ApiResult};
 
@@ -44,16 +45,34 @@ pub struct CommandView {
 
 #[derive(Clone)]
 pub struct CommandService {
-    store: Arc<dyn Store>,
-    cluster: ClusterHandle,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) cluster: ClusterHandle,
+    /// The master's and pools' `task_container_defaults`, merged under every config.
+    container_defaults: Arc<TaskContainerDefaults>,
 }
 
 impl CommandService {
     pub fn new(store: Arc<dyn Store>, cluster: ClusterHandle) -> Self {
-        CommandService { store, cluster }
+        CommandService { store, cluster, container_defaults: Arc::default() }
+    }
+
+    pub fn with_container_defaults(mut self, defaults: TaskContainerDefaults) -> Self {
+        self.container_defaults = Arc::new(defaults);
+        self
     }
 
     pub async fn launch(&self, caller: &Principal, req: LaunchTask) -> ApiResult<CommandView> {
+        self.launch_with_context(caller, req, None).await
+    }
+
+    /// [`CommandService::launch`]; `inherited_context` (an archive already stored with another
+    /// task) replaces the request's files.
+    pub(super) async fn launch_with_context(
+        &self,
+        caller: &Principal,
+        req: LaunchTask,
+        inherited_context: Option<Vec<u8>>,
+    ) -> ApiResult<CommandView> {
         let task_id = uuid::Uuid::new_v4().to_string();
         let mut config = match req.config {
             Value::Null => json!({}),
@@ -68,11 +87,14 @@ impl CommandService {
             };
             merge_under(&mut config, &template.config);
         }
+        self.container_defaults.merge_under(&mut config, DEFAULT_POOL);
         let launch = task_kinds::prepare(req.kind, &task_id, config, req.extra)?;
         let parsed = parse_kind_config(req.kind, &launch.config, &task_id)?;
         check_fits(&self.cluster.view(), &parsed.resource_pool, parsed.slots, "the task")?;
         let files = req.files;
-        let context = if files.is_empty() {
+        let context = if let Some(archive) = inherited_context {
+            archive
+        } else if files.is_empty() {
             Vec::new()
         } else {
             tokio::task::spawn_blocking(move || build_archive(&files)).await.map_err(|_| ApiError::internal())??
@@ -161,7 +183,7 @@ impl CommandService {
         self.get(kind, task_id).await
     }
 
-    async fn record(&self, kind: TaskType, task_id: &str) -> ApiResult<CommandTaskRecord> {
+    pub(super) async fn record(&self, kind: TaskType, task_id: &str) -> ApiResult<CommandTaskRecord> {
         let not_found = || ApiError::not_found(format!("{} {task_id} not found", kind.display_name().to_lowercase()));
         match self.store.command_task_by_id(task_id).await {
             Ok(r) if r.task_type == kind.as_str() => Ok(r),
@@ -170,7 +192,7 @@ impl CommandService {
         }
     }
 
-    async fn view(&self, record: CommandTaskRecord, config: &TaskConfig) -> ApiResult<CommandView> {
+    pub(super) async fn view(&self, record: CommandTaskRecord, config: &TaskConfig) -> ApiResult<CommandView> {
         let task = self.store.task_by_id(&record.task_id).await?;
         let allocation = task.allocations.into_iter().last();
         let state = if record.end_time.is_some() {
@@ -189,7 +211,7 @@ impl CommandService {
     }
 }
 
-fn check_owner(caller: &Principal, record: &CommandTaskRecord, verb: &str) -> ApiResult<()> {
+pub(super) fn check_owner(caller: &Principal, record: &CommandTaskRecord, verb: &str) -> ApiResult<()> {
     if caller.user.admin || caller.user.id == record.owner_id {
         return Ok(());
     }
@@ -212,7 +234,7 @@ pub fn parse_kind_config(kind: TaskType, config: &Value, task_id: &str) -> ApiRe
 }
 
 /// A stored config, as the loop reads it; stored configs were validated at launch.
-fn stored_config(record: &CommandTaskRecord) -> TaskConfig {
+pub(super) fn stored_config(record: &CommandTaskRecord) -> TaskConfig {
     parse_task_config(&record.config, 0, &record.description, false).unwrap_or_else(|_| TaskConfig {
         json: record.config.clone(),
         entrypoint: None,

@@ -17,8 +17,9 @@ use serde_json::{Value, json};
 
 use super::fit_check::check_fits;
 use super::model_def::{ContextFile, build_archive};
-use crate::cluster::{ClusterEvent, ClusterHandle};
+use crate::cluster::{ClusterEvent, ClusterHandle, DEFAULT_POOL};
 use crate::domain::experiment_state::ExperimentState;
+use crate::domain::task_container_defaults::TaskContainerDefaults;
 use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
 
@@ -30,6 +31,8 @@ pub struct ExperimentService {
     pub(super) store: Arc<dyn Store>,
     /// The master's `checkpoint_storage`, merged under every experiment's.
     checkpoint_storage: Value,
+    /// The master's and pools' `task_container_defaults`, merged under every `environment`.
+    container_defaults: Arc<TaskContainerDefaults>,
     /// The loop hears of every experiment created or changed here, whatever the front end.
     pub(super) cluster: ClusterHandle,
 }
@@ -101,7 +104,12 @@ impl ExperimentService {
         let mut storage = checkpoint_storage.unwrap_or_else(|| default_storage.clone());
         // A master config naming shared_fs without a host_path still gets the default path.
         merge_under(&mut storage, &default_storage);
-        ExperimentService { store, checkpoint_storage: storage, cluster }
+        ExperimentService { store, checkpoint_storage: storage, container_defaults: Arc::default(), cluster }
+    }
+
+    pub fn with_container_defaults(mut self, defaults: TaskContainerDefaults) -> Self {
+        self.container_defaults = Arc::new(defaults);
+        self
     }
 
     /// The submitted config with the named template merged under it, as JSON text.
@@ -165,6 +173,8 @@ impl ExperimentService {
 
     /// Parses, defaults and validates; every error in one message, each with its field path.
     pub(crate) fn validate_config(&self, text: &str) -> ApiResult<ExperimentConfig> {
+        let with_defaults = self.with_container_defaults_text(text);
+        let text = with_defaults.as_deref().unwrap_or(text);
         let seed = u32::try_from(db_now().timestamp().rem_euclid(i64::from(u32::MAX))).unwrap_or(0);
         let defaults = Defaults::new(seed).with_checkpoint_storage(self.checkpoint_storage.clone());
         match parse_experiment_config(text, &defaults) {
@@ -179,6 +189,17 @@ impl ExperimentService {
                 Err(ApiError::invalid(format!("invalid experiment config: {}", all.join("; "))))
             }
         }
+    }
+
+    /// The config with `task_container_defaults` merged under it, as JSON text; `None` when there
+    /// are none, or when the text does not parse (validation reports that, with line and column).
+    fn with_container_defaults_text(&self, text: &str) -> Option<String> {
+        if self.container_defaults.is_empty() {
+            return None;
+        }
+        let mut config = resolute_expconf::yaml_to_json(text).ok()?;
+        self.container_defaults.merge_under(&mut config, DEFAULT_POOL);
+        Some(config.to_string())
     }
 
     /// `project_id` when given, else the config's `workspace`/`project`, else the default project.

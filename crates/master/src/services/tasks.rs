@@ -105,7 +105,23 @@ impl TaskService {
                 Err(e) => return Err(e.into()),
             }
         }
-        let label = kind.map_or("Task", TaskType::display_name);
-        Ok((format!("{label} ({})", task.task_id), DEFAULT_PRIORITY))
+        let fallback = || (format!("{} ({})", kind.map_or("Task", TaskType::display_name), task.task_id), DEFAULT_PRIORITY);
+        if kind.is_none_or(|k| k == TaskType::Trial) {
+            return Ok(fallback());
+        }
+        // Upstream names a command-like task's allocation by its description, a generic task's
+        // by its id.
+        match self.store.command_task_by_id(&task.task_id).await {
+            Ok(record) => {
+                let name = if kind == Some(TaskType::Generic) { format!("Generic Task {}", task.task_id) } else { record.description };
+                let priority = record
+                    .priority
+                    .or_else(|| record.config["resources"]["priority"].as_i64().and_then(|p| i32::try_from(p).ok()))
+                    .unwrap_or(DEFAULT_PRIORITY);
+                Ok((name, priority))
+            }
+            Err(StoreError::NotFound { .. }) => Ok(fallback()),
+            Err(e) => Err(e.into()),
+        }
     }
 }

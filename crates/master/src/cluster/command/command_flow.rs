@@ -20,7 +20,7 @@ use crate::domain::task_service::from_extra;
 /// Upstream's wording, which users and scripts grep for.
 pub const EXITED_SUCCESSFULLY: &str = "allocation stopped after resources exited successfully with a zero exit code";
 const FAILED_PREFIX: &str = "allocation stopped early after all resources exited: resources failed with non-zero exit code";
-const KILLED: &str = "allocation was killed by a user";
+pub const KILLED: &str = "allocation was killed by a user";
 
 impl Orchestrator {
     /// The service stored a new task: queue its allocation.
@@ -37,7 +37,9 @@ impl Orchestrator {
         let config = parse_task_config(&record.config, 0, &record.description, false)
             .map_err(|errors| LoopError::Other(format!("stored task config no longer validates: {errors:?}")))?;
         let (service, files) = from_extra(&record.extra);
-        let allocation_id = format!("{task_id}.1");
+        // `<task>.1`, then one more for every unpause.
+        let earlier = self.store.task_by_id(task_id).await?.allocations.len();
+        let allocation_id = format!("{task_id}.{}", earlier + 1);
         let pool = if config.resource_pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
         let request = ResourceRequest {
             allocation_id: allocation_id.clone(),
@@ -66,6 +68,7 @@ impl Orchestrator {
                 service_address: None,
                 allocation: Some(allocation_id),
                 killed: false,
+                pausing: false,
             },
         );
         self.request_allocation(AllocationOwner::Task(task_id.to_owned()), request).await
@@ -110,7 +113,7 @@ impl Orchestrator {
 
     /// A user asked to kill the task: a running one is killed, a queued one ends at once.
     pub(in crate::cluster) async fn kill_task(&mut self, task_id: &str) -> LoopResult<()> {
-        let Some(run) = self.commands.get_mut(task_id) else { return Ok(()) };
+        let Some(run) = self.commands.get_mut(task_id) else { return self.kill_paused_task(task_id).await };
         run.killed = true;
         match run.allocation.clone() {
             Some(a) if self.is_started(&a) => {
@@ -129,6 +132,9 @@ impl Orchestrator {
     /// The task's allocation ended: record why, in its log and its `exitStatus`.
     pub(in crate::cluster) async fn command_allocation_ended(&mut self, task_id: &str, end: AllocationEnd) -> LoopResult<()> {
         let Some(run) = self.commands.get(task_id) else { return Ok(()) };
+        if run.pausing && !run.killed {
+            return self.command_paused(task_id, Some(&end.allocation_id)).await;
+        }
         let status = if run.killed {
             KILLED.to_owned()
         } else if end.succeeded {
@@ -143,13 +149,31 @@ impl Orchestrator {
         self.end_command(task_id, Some(&end.allocation_id), &status).await
     }
 
-    async fn end_command(&mut self, task_id: &str, allocation_id: Option<&str>, status: &str) -> LoopResult<()> {
+    pub(super) async fn end_command(&mut self, task_id: &str, allocation_id: Option<&str>, status: &str) -> LoopResult<()> {
         let Some(run) = self.commands.remove(task_id) else { return Ok(()) };
         if run.service.proxy.is_some() {
             self.hooks.service_gone(task_id);
         }
-        let line = format!("{} was terminated: {status}", run.config.description);
+        self.record_end(task_id, &run.config.description, allocation_id, status).await
+    }
+
+    /// The master's log line and the stored end of a task whose process is gone.
+    pub(super) async fn record_end(
+        &mut self,
+        task_id: &str,
+        description: &str,
+        allocation_id: Option<&str>,
+        status: &str,
+    ) -> LoopResult<()> {
+        self.master_log_line(task_id, allocation_id, &format!("{description} was terminated: {status}")).await?;
         tracing::info!(task = task_id, %status, "task ended");
+        self.store.end_command_task(task_id, status, db_now()).await?;
+        self.hooks.task_ended(task_id);
+        Ok(())
+    }
+
+    /// One line from the master in the task's log.
+    pub(super) async fn master_log_line(&mut self, task_id: &str, allocation_id: Option<&str>, line: &str) -> LoopResult<()> {
         self.store
             .insert_logs(&[NewLogLine {
                 task_id: task_id.to_owned(),
@@ -164,8 +188,6 @@ impl Orchestrator {
                 stdtype: Some("stdout".to_owned()),
             }])
             .await?;
-        self.store.end_command_task(task_id, status, db_now()).await?;
-        self.hooks.task_ended(task_id);
         Ok(())
     }
 
@@ -177,6 +199,9 @@ impl Orchestrator {
             let task = self.store.task_by_id(&record.task_id).await?;
             for allocation in task.allocations.iter().filter(|a| a.end_time.is_none()) {
                 self.end_abandoned_allocation(&allocation.allocation_id).await?;
+            }
+            if self.keep_paused_over_restart(&record).await? {
+                continue;
             }
             let status = "allocation stopped: the master restarted while the task ran";
             self.store.end_command_task(&record.task_id, status, db_now()).await?;

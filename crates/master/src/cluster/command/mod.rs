@@ -5,6 +5,9 @@
 
 mod command_env;
 mod command_flow;
+mod pause;
+
+pub use command_flow::{EXITED_SUCCESSFULLY, KILLED};
 
 use resolute_api::agent_protocol::TaskFile;
 use resolute_expconf::TaskConfig;
@@ -28,4 +31,6 @@ pub(in crate::cluster) struct CommandRun {
     pub allocation: Option<String>,
     /// A user killed it.
     pub killed: bool,
+    /// A user paused it (generic tasks): its exit leaves the task open, paused.
+    pub pausing: bool,
 }
