@@ -100,3 +100,24 @@ def test_our_cli_starts_a_notebook_and_unknown_ids_are_not_found(det: DetCli, ma
     bearer = token(master, "determined")
     r = requests.get(f"{master.url}/proxy/{missing}/", headers={"Authorization": f"Bearer {bearer}"}, timeout=30)
     assert r.status_code == 404 and missing in r.text
+
+
+def test_an_idle_notebook_is_killed_and_one_with_a_kernel_is_not(det: DetCli, master: Master, agent: Agent) -> None:
+    det.login("determined")
+    bearer = token(master, "determined")
+    idle = det.ok("notebook", "start", "-d", "--config", "idle_timeout=3s", timeout=180).strip().splitlines()[-1]
+    busy = det.ok("notebook", "start", "-d", "--config", "idle_timeout=3s", timeout=180).strip().splitlines()[-1]
+    try:
+        # A kernel keeps the default idle type (kernels_or_terminals) from calling it idle.
+        wait_for(
+            "the second notebook to serve",
+            lambda: requests.post(f"{master.url}/proxy/{busy}/api/kernels", json={"name": "python3"},
+                                  headers={"Authorization": f"Bearer {bearer}"}, timeout=30).status_code == 201,
+            timeout=120,
+        )
+        wait_for("the idle notebook to be killed", lambda: idle not in det.ok("notebook", "list"), timeout=90)
+        logs = det.ok("task", "logs", idle)
+        assert "was killed after being idle for" in logs and "(idle_timeout)" in logs, logs
+        assert busy in det.ok("notebook", "list"), "a notebook with an open kernel is in use"
+    finally:
+        det.ok("notebook", "kill", busy)

@@ -108,7 +108,7 @@ impl Master {
                 state.task_logs.clone(),
                 state.proxies.clone(),
                 state.cluster.clone(),
-                vec![services::IdleRule::tensorboards(state.config.tensorboard_timeout)],
+                vec![services::IdleRule::tensorboards(state.config.tensorboard_timeout), services::IdleRule::notebooks()],
             )
             .run(services::idle_tasks::CHECK_INTERVAL),
         );

@@ -1,17 +1,21 @@
 //! Kills task services nobody has used for their idle timeout: TensorBoards after
-//! `tensorboard_timeout` (master.yaml) without proxied traffic. Each kind to watch is an
+//! `tensorboard_timeout` (master.yaml) without proxied traffic, notebooks after their own
+//! `idle_timeout` unused as their `notebook_idle_type` defines it (`notebook_activity`). Each kind to watch is an
 //! [`IdleRule`] (its timeout, per task, and the setting to name), so notebooks' `idle_timeout`
 //! can join with a rule of its own; the decision itself is [`idle_past_timeout`].
 //!
 //! Idle means no traffic through `/proxy/<id>/` (`ProxyRegistry::last_activity`, which starts when
 //! the service is registered, i.e. ready): a task that is not ready yet is never idle.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use resolute_store::{CommandTaskFilter, CommandTaskRecord, NewLogLine, Store, db_now};
 
+use resolute_expconf::parse_task_config;
+
+use super::notebook_activity::{self, NotebookIdleType};
 use super::{ProxyRegistry, TaskLogService};
 use crate::cluster::{ClusterEvent, ClusterHandle};
 use crate::domain::TaskType;
@@ -29,13 +33,26 @@ pub struct IdleRule {
     /// The setting the kill message names (`tensorboard_timeout`).
     pub setting: &'static str,
     pub timeout: IdleTimeout,
+    /// Notebooks: whether it is in use is asked of its JupyterLab (`notebook_activity`), and only
+    /// the `activity` idle type counts proxied traffic.
+    pub jupyter: bool,
 }
 
 impl IdleRule {
     /// TensorBoards: one timeout for all, from master.yaml; 0 s turns the rule off.
     pub fn tensorboards(timeout_s: u32) -> IdleRule {
         let timeout = (timeout_s > 0).then(|| Duration::from_secs(u64::from(timeout_s)));
-        IdleRule { kind: TaskType::Tensorboard, setting: "tensorboard_timeout", timeout: Arc::new(move |_| timeout) }
+        IdleRule { kind: TaskType::Tensorboard, setting: "tensorboard_timeout", timeout: Arc::new(move |_| timeout), jupyter: false }
+    }
+
+    /// Notebooks: each one's own `idle_timeout` (none: never killed), in use per its
+    /// `notebook_idle_type`.
+    pub fn notebooks() -> IdleRule {
+        let timeout = |task: &CommandTaskRecord| {
+            let config = parse_task_config(&task.config, 0, &task.description, false).ok()?;
+            config.idle_timeout_seconds.filter(|s| *s > 0).map(Duration::from_secs)
+        };
+        IdleRule { kind: TaskType::Notebook, setting: "idle_timeout", timeout: Arc::new(timeout), jupyter: true }
     }
 }
 
@@ -58,6 +75,9 @@ pub struct IdleWatcher {
     rules: Vec<IdleRule>,
     /// Killed and not yet ended: not killed again.
     killed: HashSet<String>,
+    /// Notebooks: when each was last seen in use (or first seen ready).
+    in_use_at: HashMap<String, Instant>,
+    client: reqwest::Client,
 }
 
 impl IdleWatcher {
@@ -68,7 +88,16 @@ impl IdleWatcher {
         cluster: ClusterHandle,
         rules: Vec<IdleRule>,
     ) -> Self {
-        IdleWatcher { store, task_logs, proxies, cluster, rules, killed: HashSet::new() }
+        IdleWatcher {
+            store,
+            task_logs,
+            proxies,
+            cluster,
+            rules,
+            killed: HashSet::new(),
+            in_use_at: HashMap::new(),
+            client: reqwest::Client::new(),
+        }
     }
 
     /// Checks every `interval` until dropped.
@@ -100,13 +129,33 @@ impl IdleWatcher {
                     continue;
                 }
                 let Some(timeout) = (rule.timeout)(&task) else { continue };
-                let Some(last) = self.proxies.last_activity(&task.task_id) else { continue };
+                let Some(mut last) = self.proxies.last_activity(&task.task_id) else { continue };
+                if rule.jupyter {
+                    last = self.notebook_last_in_use(&task, last, now).await;
+                }
                 if let Some(idle) = idle_past_timeout(last, now, timeout) {
                     self.kill(&task, idle, rule.setting).await;
                 }
             }
         }
         self.killed.retain(|id| open.contains(id));
+        self.in_use_at.retain(|id, _| open.contains(id));
+    }
+
+    /// When the notebook was last in use: now if its JupyterLab says so, else the last time it did
+    /// (or when it was first seen ready); with the `activity` type proxied traffic counts too.
+    async fn notebook_last_in_use(&mut self, task: &CommandTaskRecord, proxied: Instant, now: Instant) -> Instant {
+        let kind = NotebookIdleType::from_config(&task.config);
+        let address = self.proxies.lookup(&task.task_id).map(|t| t.address);
+        let in_use = match address {
+            Some(address) => notebook_activity::probe(&self.client, &address, &task.task_id, kind).await.unwrap_or(false),
+            None => false,
+        };
+        let seen = self.in_use_at.entry(task.task_id.clone()).or_insert(now);
+        if in_use {
+            *seen = now;
+        }
+        if kind == NotebookIdleType::Activity { (*seen).max(proxied) } else { *seen }
     }
 
     async fn kill(&mut self, task: &CommandTaskRecord, idle: Duration, setting: &str) {

@@ -215,9 +215,17 @@ pub async fn projects_resolve_from_id_or_config(m: &TestMaster) {
     assert_error(&r, 404, "NotFound");
     assert_eq!(r.body["error"]["error"], "template \"tpl\" not found");
     // A stored template is merged under the experiment's config; the config's own values win.
-    let r = m.post("/api/v1/templates/tpl", Some(&admin), json!({"name": "tpl", "config": {"description": "from the template", "max_restarts": 2}})).await;
+    let r = m
+        .post(
+            "/api/v1/templates/tpl",
+            Some(&admin),
+            json!({"name": "tpl", "config": {"description": "from the template", "max_restarts": 2}}),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let r = m.post("/api/v1/experiments", Some(&admin), json!({"config": format!("{}max_restarts: 7\n", minimal_yaml("t")), "template": "tpl"})).await;
+    let r = m
+        .post("/api/v1/experiments", Some(&admin), json!({"config": format!("{}max_restarts: 7\n", minimal_yaml("t")), "template": "tpl"}))
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["config"]["description"], "from the template");
     assert_eq!(r.body["config"]["max_restarts"], 7);
