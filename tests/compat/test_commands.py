@@ -42,6 +42,19 @@ def test_a_failing_command_says_so_in_both_clis(det: DetCli, agent: Agent) -> No
     assert ok.returncode == 0 and "42" in ok.stdout and SUCCESS in ok.stdout, ok
 
 
+def test_zero_slot_commands_run_as_aux_tasks_beside_slot_holders(det: DetCli, agent: Agent) -> None:
+    det.login("determined")
+    # Four slot-holding commands take every slot of the 4-slot agent; an aux command still runs.
+    holders = [det.ok("cmd", "run", "-d", "sleep 600").strip() for _ in range(4)]
+    try:
+        for h in holders:
+            wait_for("the slot holders to run", lambda h=h: "RUNNING" in det.ok("cmd", "describe", h), timeout=60)
+        out = det.ok("cmd", "run", "--config", "resources.slots=0", "echo aux-ok")
+        assert "aux-ok" in out and SUCCESS in out, out
+    finally:
+        det.ok("cmd", "kill", *holders)
+
+
 def test_context_directory_reaches_the_command(det: DetCli, agent: Agent, tmp_path: Path) -> None:
     det.login("determined")
     context = tmp_path / "ctx"
