@@ -81,7 +81,10 @@ def test_listings_name_each_kind_and_pause_unpause_kill(det: DetCli, agent: Agen
 
 
 def test_task_container_defaults_reach_a_command(tmp_path: Path, isolated_client_config: Path) -> None:
-    config = "task_container_defaults:\n  environment_variables:\n    - FOO=from-task-container-defaults\n  shm_size_bytes: 4294967296\n"
+    config = (
+        "task_container_defaults:\n  environment_variables:\n    - FOO=from-task-container-defaults\n"
+        "  startup_hook: export HOOKED=yes-from-the-hook\n  shm_size_bytes: 4294967296\n"
+    )
     master = Master(tmp_path / "tcd-master", config_yaml=config)
     agent = Agent(master, tmp_path / "tcd-agent", slots=1)
     try:
@@ -92,6 +95,9 @@ def test_task_container_defaults_reach_a_command(tmp_path: Path, isolated_client
         assert "FOO=from-task-container-defaults" in out and SUCCESS in out, out
         mine = det.ok("cmd", "run", "--config", "environment.environment_variables=[FOO=mine]", "echo FOO=$FOO")
         assert "FOO=mine" in mine, mine
+        # The startup hook runs first, in the task's shell, before its own startup-hook.sh.
+        hooked = det.ok("cmd", "run", "echo HOOKED=$HOOKED")
+        assert "HOOKED=yes-from-the-hook" in hooked, hooked
         assert "shm_size_bytes" in master.log_tail(200), "the inert key is named in the master's log"
     finally:
         agent.stop()

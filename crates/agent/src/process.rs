@@ -28,7 +28,7 @@ use crate::events::{RuntimeEvent, StdType, TaskExit};
 use crate::logs::{CaptureProgress, LogOverflow, LogSource, capture};
 use crate::ports::{PortError, PortReservation};
 use crate::spec::{
-    DEFAULT_INHERITED_ENV, LaunchContext, STARTUP_HOOK, SpecError, TaskSpec, command_line, environment, inherited_env, resolve_python,
+    DEFAULT_INHERITED_ENV, LaunchContext, STARTUP_HOOKS, SpecError, TaskSpec, command_line, environment, inherited_env, resolve_python,
 };
 use crate::workdir::{WorkDirError, prepare_work_dir, remove_harness_scratch, remove_work_dir, task_work_dir};
 
@@ -185,7 +185,7 @@ impl Runtime {
     pub async fn start(&self, mut spec: TaskSpec) -> Result<TaskHandle, RuntimeError> {
         let options = &self.inner.options;
         let work_dir = task_work_dir(&options.work_root, &spec.task_id, &spec.allocation_id)?;
-        command_line(&spec.entrypoint, false)?;
+        command_line(&spec.entrypoint, &[])?;
         let container_id = spec.container_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let _reservation = self.reserve(&container_id)?;
 
@@ -234,7 +234,8 @@ impl Runtime {
         env: &BTreeMap<String, String>,
         ports: BTreeMap<String, u16>,
     ) -> Result<(Arc<Task>, SpawnedChild, Instant), RuntimeError> {
-        let argv = command_line(&spec.entrypoint, work_dir.join(STARTUP_HOOK).is_file())?;
+        let hooks: Vec<&str> = STARTUP_HOOKS.into_iter().filter(|h| work_dir.join(h).is_file()).collect();
+        let argv = command_line(&spec.entrypoint, &hooks)?;
         let Some((program, args)) = argv.split_first() else { return Err(SpecError::EmptyEntrypoint.into()) };
         let mut command = tokio::process::Command::new(program);
         command

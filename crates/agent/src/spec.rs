@@ -14,6 +14,9 @@ use crate::work_files::WorkFile;
 
 /// The file in the work dir that is sourced before the entrypoint, so its exports apply.
 pub const STARTUP_HOOK: &str = "startup-hook.sh";
+pub use resolute_api::agent_protocol::DEFAULTS_STARTUP_HOOK;
+/// The hooks a work dir may hold, in the order they are sourced.
+pub const STARTUP_HOOKS: [&str; 2] = [DEFAULTS_STARTUP_HOOK, STARTUP_HOOK];
 
 /// Variables passed through from the agent's own environment (a trailing `*` matches a prefix).
 /// Everything else a task sees comes from its spec, as in a container: the agent's own settings
@@ -130,19 +133,22 @@ pub enum SpecError {
     Storage(#[from] StorageError),
 }
 
-/// The argv to exec: the entrypoint, wrapped so that `startup-hook.sh` is sourced first when the
-/// work dir has one (exports in the hook then reach the entrypoint, as upstream's `entrypoint.sh`).
-pub fn command_line(entrypoint: &Entrypoint, startup_hook: bool) -> Result<Vec<String>, SpecError> {
+/// The argv to exec: the entrypoint, wrapped so that the work dir's startup hooks (`hooks`, paths
+/// relative to it, in order) are sourced first (exports in a hook then reach the entrypoint, as
+/// upstream's `entrypoint.sh`).
+pub fn command_line(entrypoint: &Entrypoint, hooks: &[&str]) -> Result<Vec<String>, SpecError> {
     let argv = match entrypoint {
         Entrypoint::Argv(argv) if argv.is_empty() => return Err(SpecError::EmptyEntrypoint),
         Entrypoint::Argv(argv) => argv.clone(),
         Entrypoint::Shell(command) if command.trim().is_empty() => return Err(SpecError::EmptyEntrypoint),
         Entrypoint::Shell(command) => vec!["sh".to_string(), "-c".to_string(), command.clone()],
     };
-    if !startup_hook {
+    if hooks.is_empty() {
         return Ok(argv);
     }
-    let mut wrapped = vec!["sh".to_string(), "-c".to_string(), format!(". ./{STARTUP_HOOK} && exec \"$@\""), "sh".to_string()];
+    let sourced: Vec<String> = hooks.iter().map(|h| format!(". ./{h}")).collect();
+    let script = format!("{} && exec \"$@\"", sourced.join(" && "));
+    let mut wrapped = vec!["sh".to_string(), "-c".to_string(), script, "sh".to_string()];
     wrapped.extend(argv);
     Ok(wrapped)
 }
@@ -320,13 +326,17 @@ mod tests {
 
     #[test]
     fn command_lines() {
-        assert_eq!(command_line(&Entrypoint::Shell("echo hi".into()), false).unwrap(), ["sh", "-c", "echo hi"]);
+        assert_eq!(command_line(&Entrypoint::Shell("echo hi".into()), &[]).unwrap(), ["sh", "-c", "echo hi"]);
         assert_eq!(
-            command_line(&Entrypoint::Argv(vec!["python3".into(), "train.py".into()]), true).unwrap(),
+            command_line(&Entrypoint::Argv(vec!["python3".into(), "train.py".into()]), &[STARTUP_HOOK]).unwrap(),
             ["sh", "-c", ". ./startup-hook.sh && exec \"$@\"", "sh", "python3", "train.py"]
         );
-        assert!(matches!(command_line(&Entrypoint::Argv(vec![]), false), Err(SpecError::EmptyEntrypoint)));
-        assert!(matches!(command_line(&Entrypoint::Shell(" ".into()), false), Err(SpecError::EmptyEntrypoint)));
+        assert_eq!(
+            command_line(&Entrypoint::Shell("true".into()), &STARTUP_HOOKS).unwrap(),
+            ["sh", "-c", ". ./.det/startup-hook-defaults.sh && . ./startup-hook.sh && exec \"$@\"", "sh", "sh", "-c", "true"]
+        );
+        assert!(matches!(command_line(&Entrypoint::Argv(vec![]), &[]), Err(SpecError::EmptyEntrypoint)));
+        assert!(matches!(command_line(&Entrypoint::Shell(" ".into()), &[]), Err(SpecError::EmptyEntrypoint)));
     }
 
     #[test]

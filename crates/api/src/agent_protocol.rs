@@ -130,6 +130,10 @@ pub struct AgentDevice {
     pub device_type: String,
 }
 
+/// Where in a task's work dir the master puts `task_container_defaults.startup_hook`; the agent
+/// sources it before the task's own `startup-hook.sh`.
+pub const DEFAULTS_STARTUP_HOOK: &str = ".det/startup-hook-defaults.sh";
+
 /// Everything the agent needs to run one task's process.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StartTask {

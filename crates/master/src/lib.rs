@@ -97,7 +97,12 @@ impl Master {
     /// Serves until `shutdown` resolves, then drains connections and closes the store.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), MasterError> {
         let Master { listener, state, store, cluster_events } = self;
-        let hooks = Arc::new(services::ServiceHooks::new(state.store.clone(), state.task_logs.clone(), state.proxies.clone()));
+        let hooks = Arc::new(services::ServiceHooks::new(
+            state.store.clone(),
+            state.task_logs.clone(),
+            state.proxies.clone(),
+            state.config.container_defaults.clone(),
+        ));
         let cluster_loop = tokio::spawn(
             cluster::start_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), hooks, cluster_events).await,
         );

@@ -2,7 +2,9 @@
 //! where the scheduler placed it, following its processes, and ending it. What a start needs and
 //! what an end means is the kind's ([`AllocationOwner`]): the trial kind in `trial/`.
 
-use resolute_api::agent_protocol::TaskExitInfo;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use resolute_api::agent_protocol::{DEFAULTS_STARTUP_HOOK, TaskExitInfo, TaskFile};
 use resolute_store::{AllocationPatch, NewAllocation, db_now};
 
 use super::orchestrator::{LoopResult, Orchestrator};
@@ -115,6 +117,13 @@ impl Orchestrator {
             AllocationOwner::Trial(trial_id) => self.trial_start_tasks(trial_id, allocation_id, &assignment.placements).await?,
             AllocationOwner::Task(task_id) => self.command_start_tasks(&task_id, allocation_id, &assignment.placements).await?,
         };
+        let mut tasks = tasks;
+        if let Some(hook) = self.hooks.startup_hook(&assignment.pool) {
+            let file = TaskFile { path: DEFAULTS_STARTUP_HOOK.to_owned(), content_b64: BASE64.encode(hook), mode: 0o644 };
+            for (_, task) in &mut tasks {
+                task.files.push(file.clone());
+            }
+        }
         let first_node = assignment.placements.first().map(|p| p.node.clone());
         let count = tasks.len();
         self.rm.start(allocation_id, tasks)?;

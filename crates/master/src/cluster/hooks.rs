@@ -28,4 +28,6 @@ pub trait LoopHooks: Send + Sync {
     fn service_ready(&self, task_id: &str, endpoint: ServiceEndpoint);
     /// The task's service is gone.
     fn service_gone(&self, task_id: &str);
+    /// `task_container_defaults.startup_hook` for tasks in `pool`, if any.
+    fn startup_hook(&self, pool: &str) -> Option<String>;
 }

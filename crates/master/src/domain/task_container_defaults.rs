@@ -2,8 +2,9 @@
 //! every task's config and every experiment's `environment`, as upstream does. A pool's defaults,
 //! when it has any, replace the master's whole for tasks in that pool (upstream's rule).
 //!
-//! Only `environment_variables` takes effect: our agent runs processes, not containers, so the
-//! image, capability, mount, network and pod keys have nothing to act on. They are accepted and
+//! `environment_variables` and `startup_hook` take effect (the hook is written into each task's
+//! work dir and sourced before the task's own `startup-hook.sh`): our agent runs processes, not
+//! containers, so the image, capability, mount, network and pod keys have nothing to act on. They are accepted and
 //! named in one warning at start-up rather than rejected, so upstream master configs keep working.
 
 use std::collections::BTreeMap;
@@ -28,7 +29,6 @@ const ACCEPTED_KEYS: &[&str] = &[
     "devices",
     "bind_mounts",
     "work_dir",
-    "startup_hook",
     "log_policies",
     "preemption_timeout",
     "kubernetes",
@@ -53,6 +53,9 @@ pub struct TaskContainerDefaults {
     master: Option<Map<String, Value>>,
     /// Pools with their own `task_container_defaults`, and its variables.
     pools: BTreeMap<String, Option<Map<String, Value>>>,
+    /// `startup_hook` of the master's section, and of each pool that has a section.
+    master_hook: Option<String>,
+    pool_hooks: BTreeMap<String, Option<String>>,
 }
 
 impl TaskContainerDefaults {
@@ -60,18 +63,30 @@ impl TaskContainerDefaults {
     /// accepted without effect or unknown, one warning each.
     pub fn from_config(master: Option<&Value>, pools: &BTreeMap<String, Value>) -> Result<(Self, Vec<String>), DefaultsError> {
         let mut warnings = Vec::new();
+        let master_hook = read_hook("task_container_defaults", master)?;
         let master = read_section("task_container_defaults", master, &mut warnings)?;
         let mut by_pool = BTreeMap::new();
+        let mut pool_hooks = BTreeMap::new();
         for (pool, section) in pools {
             let field = format!("resource_pools[{pool}].task_container_defaults");
+            pool_hooks.insert(pool.clone(), read_hook(&field, Some(section))?);
             by_pool.insert(pool.clone(), read_section(&field, Some(section), &mut warnings)?);
         }
-        Ok((TaskContainerDefaults { master, pools: by_pool }, warnings))
+        Ok((TaskContainerDefaults { master, pools: by_pool, master_hook, pool_hooks }, warnings))
     }
 
     /// No defaults anywhere: merging changes nothing.
     pub fn is_empty(&self) -> bool {
         self.master.is_none() && self.pools.values().all(Option::is_none)
+    }
+
+    /// The `startup_hook` a task in `pool` gets: its pool's when the pool has a section, else the
+    /// master's.
+    pub fn startup_hook(&self, pool: &str) -> Option<&str> {
+        match self.pool_hooks.get(pool) {
+            Some(of_pool) => of_pool.as_deref(),
+            None => self.master_hook.as_deref(),
+        }
     }
 
     /// Merges the defaults of the config's pool (`resources.resource_pool`, or `default_pool`)
@@ -112,7 +127,9 @@ fn read_section(field: &str, section: Option<&Value>, warnings: &mut Vec<String>
             inert.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
         ));
     }
-    for key in section.keys().filter(|k| *k != "environment_variables" && !ACCEPTED_KEYS.contains(&k.as_str())) {
+    for key in
+        section.keys().filter(|k| !["environment_variables", "startup_hook"].contains(&k.as_str()) && !ACCEPTED_KEYS.contains(&k.as_str()))
+    {
         warnings.push(format!("unknown master config key `{field}.{key}` is ignored"));
     }
     match section.get("environment_variables") {
@@ -120,6 +137,16 @@ fn read_section(field: &str, section: Option<&Value>, warnings: &mut Vec<String>
         Some(vars) => {
             per_device(vars).map(Some).map_err(|message| DefaultsError { field: format!("{field}.environment_variables"), message })
         }
+    }
+}
+
+/// A section's `startup_hook`: shell text.
+fn read_hook(field: &str, section: Option<&Value>) -> Result<Option<String>, DefaultsError> {
+    match section.and_then(|s| s.get("startup_hook")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(hook)) if hook.trim().is_empty() => Ok(None),
+        Some(Value::String(hook)) => Ok(Some(hook.clone())),
+        Some(other) => Err(DefaultsError { field: format!("{field}.startup_hook"), message: format!("must be shell text, found {other}") }),
     }
 }
 
@@ -263,5 +290,15 @@ mod tests {
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("`shm_size_bytes`") && warnings[0].contains("`image`"), "{warnings:?}");
         assert!(warnings[1].contains("task_container_defaults.bogus"), "{warnings:?}");
+    }
+
+    #[test]
+    fn startup_hooks_come_from_the_pool_or_the_master() {
+        let d = defaults(json!({"startup_hook": "export A=1"}), &[("gpu", json!({"startup_hook": "export B=2"})), ("plain", json!({}))]);
+        assert_eq!(d.startup_hook("default"), Some("export A=1"));
+        assert_eq!(d.startup_hook("gpu"), Some("export B=2"));
+        assert_eq!(d.startup_hook("plain"), None, "a pool's section replaces the master's whole");
+        let bad = TaskContainerDefaults::from_config(Some(&json!({"startup_hook": 3})), &BTreeMap::new()).unwrap_err();
+        assert_eq!(bad.field, "task_container_defaults.startup_hook");
     }
 }

@@ -10,16 +10,23 @@ use super::TaskLogService;
 use super::checkpoint_gc::CheckpointGc;
 use super::proxy_registry::{ProxyKind, ProxyRegistry, ProxyTarget};
 use crate::cluster::{LoopHooks, ServiceEndpoint};
+use crate::domain::task_container_defaults::TaskContainerDefaults;
 
 pub struct ServiceHooks {
     store: Arc<dyn Store>,
     task_logs: TaskLogService,
     proxies: ProxyRegistry,
+    container_defaults: TaskContainerDefaults,
 }
 
 impl ServiceHooks {
-    pub fn new(store: Arc<dyn Store>, task_logs: TaskLogService, proxies: ProxyRegistry) -> Self {
-        ServiceHooks { store, task_logs, proxies }
+    pub fn new(
+        store: Arc<dyn Store>,
+        task_logs: TaskLogService,
+        proxies: ProxyRegistry,
+        container_defaults: TaskContainerDefaults,
+    ) -> Self {
+        ServiceHooks { store, task_logs, proxies, container_defaults }
     }
 }
 
@@ -45,5 +52,9 @@ impl LoopHooks for ServiceHooks {
 
     fn service_gone(&self, task_id: &str) {
         self.proxies.unregister(task_id);
+    }
+
+    fn startup_hook(&self, pool: &str) -> Option<String> {
+        self.container_defaults.startup_hook(pool).map(str::to_owned)
     }
 }

@@ -308,10 +308,11 @@ impl ResourceManager for AgentResourceManager {
         let mut placed = Vec::new();
         for scheduler in self.pools.values_mut() {
             let decisions = scheduler.schedule(now);
-            placed.extend(decisions.assignments);
+            let pool = scheduler.resource_pool().to_owned();
+            placed.extend(decisions.assignments.into_iter().map(|a| (pool.clone(), a)));
             out.preemptions.extend(decisions.preemptions.into_iter().map(|a| a.as_str().to_owned()));
         }
-        for assignment in placed {
+        for (pool, assignment) in placed {
             let placements = assignment
                 .placements
                 .iter()
@@ -326,7 +327,7 @@ impl ResourceManager for AgentResourceManager {
                     Placement { node, slot_ids: p.slot_ids.clone(), device_type }
                 })
                 .collect();
-            out.assignments.push(Assignment { allocation_id: assignment.allocation_id.as_str().to_owned(), placements });
+            out.assignments.push(Assignment { allocation_id: assignment.allocation_id.as_str().to_owned(), pool, placements });
         }
         out
     }

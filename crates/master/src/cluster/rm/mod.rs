@@ -46,6 +46,8 @@ pub struct Placement {
 #[derive(Clone, Debug)]
 pub struct Assignment {
     pub allocation_id: String,
+    /// The resource pool it was placed in.
+    pub pool: String,
     pub placements: Vec<Placement>,
 }
 
