@@ -69,9 +69,13 @@ pub struct ResourcesSummaryDevices {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourcesSummary {
+    // The master always writes these three; proto3 leaves them optional, so readers default them.
+    #[serde(default)]
     pub resources_id: String,
     /// `DockerContainer` upstream; the agent's process here.
+    #[serde(default)]
     pub resources_type: String,
+    #[serde(default)]
     pub allocation_id: String,
     /// By agent id.
     #[serde(default)]
@@ -90,15 +94,29 @@ pub struct AllocationSummary {
     pub registered_time: DateTime<Utc>,
     pub resource_pool: String,
     pub slots_needed: i32,
-    /// Empty until the allocation is placed on agents.
-    #[serde(default)]
-    pub resources: Vec<ResourcesSummary>,
+    /// Empty until the allocation is placed on agents. The master always sends the list; `None`
+    /// only when a reader got none, which upstream's CLI shows as `unassigned`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Vec<ResourcesSummary>>,
     pub scheduler_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
     #[serde(default)]
-    #[schema(value_type = Vec<Object>)]
-    pub proxy_ports: Vec<serde_json::Value>,
+    pub proxy_ports: Vec<ProxyPortConfig>,
+}
+
+/// `v1ProxyPortConfig`: a port of the task that the master proxies (every field proto3 optional).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxyPortConfig {
+    #[serde(default, alias = "service_id", skip_serializing_if = "Option::is_none")]
+    pub service_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+    #[serde(default, alias = "proxy_tcp", skip_serializing_if = "Option::is_none")]
+    pub proxy_tcp: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unauthenticated: Option<bool>,
 }
 
 /// `GET /api/v1/tasks`.
@@ -156,4 +174,33 @@ pub struct GetActiveTasksCountResponse {
     pub notebooks: i32,
     pub shells: i32,
     pub tensorboards: i32,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn allocation_summaries_round_trip() {
+        let placed = json!({"taskId": "3.abc", "allocationId": "3.abc.1", "name": "Trial 3 (Experiment 2)",
+            "registeredTime": "2025-03-19T10:05:00Z", "resourcePool": "default", "slotsNeeded": 1, "schedulerType": "priority",
+            "priority": 42, "resources": [{"resourcesId": "c1", "resourcesType": "DockerContainer", "allocationId": "3.abc.1",
+            "containerId": "c1", "agentDevices": {"alpha": {"devices": []}}}],
+            "proxyPorts": [{"port": 8080, "proxyTcp": false, "serviceId": "s", "unauthenticated": true}]});
+        let resp: GetTasksResponse = serde_json::from_value(json!({"allocationIdToSummary": {"3.abc.1": placed}})).unwrap();
+        let summary = &resp.allocation_id_to_summary["3.abc.1"];
+        assert_eq!(summary.proxy_ports[0].port, Some(8080));
+        assert_eq!(serde_json::to_value(summary).unwrap(), placed);
+
+        // What upstream's bindings accept: no resources at all, resources without their ids.
+        let queued: AllocationSummary = serde_json::from_value(json!({"taskId": "gc", "allocationId": "gc.1",
+            "name": "Checkpoint GC", "registeredTime": "2025-03-19T10:01:00Z", "resourcePool": "default", "slotsNeeded": 0,
+            "schedulerType": "fair_share"}))
+        .unwrap();
+        assert_eq!((queued.resources, queued.proxy_ports), (None, vec![]));
+        let bare: ResourcesSummary = serde_json::from_value(json!({"containerId": "c1"})).unwrap();
+        assert_eq!((bare.resources_id.as_str(), bare.container_id.as_deref()), ("", Some("c1")));
+    }
 }

@@ -85,6 +85,10 @@ pub struct PatchTemplateConfigResponse {
     pub template: Template,
 }
 
+/// `DELETE /api/v1/templates/{templateName}`: `{}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DeleteTemplateResponse {}
+
 /// `PATCH /api/v1/template/rename`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -122,6 +126,8 @@ mod tests {
 
         let put: PutTemplateResponse = serde_json::from_value(json!({"template": null})).unwrap();
         assert_eq!(put.template, None);
+        let deleted: DeleteTemplateResponse = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(serde_json::to_value(deleted).unwrap(), json!({}));
     }
 
     #[test]

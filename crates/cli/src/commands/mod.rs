@@ -13,6 +13,7 @@ mod local_agents;
 pub mod master;
 pub mod notebook;
 pub mod ntsc;
+mod ntsc_fetch;
 pub mod ntsc_launch;
 pub mod preview;
 pub mod shell;

@@ -7,8 +7,12 @@ use std::collections::BTreeMap;
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
+use resolute_api::commands::NtscBase;
+use resolute_api::workspaces::GetWorkspacesResponse;
+
 use super::Globals;
-use super::wire::{connect, int, py_str};
+use super::ntsc_fetch::{self, AnyTask};
+use super::wire::{connect, py_str};
 use crate::client::{Client, ClientError, path_segment};
 use crate::error::CliError;
 use crate::log_stream::{self, LogArgs, green};
@@ -26,7 +30,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The collection under `/api/v1/`, also the list response's key.
+    /// The collection under `/api/v1/`.
     pub fn plural(self) -> &'static str {
         match self {
             Kind::Command => "commands",
@@ -36,7 +40,7 @@ impl Kind {
         }
     }
 
-    /// The key of the single object in get/launch responses, and the word in messages.
+    /// The word in messages.
     pub fn singular(self) -> &'static str {
         match self {
             Kind::Command => "command",
@@ -75,12 +79,6 @@ pub enum SortBy {
     WorkspaceName,
     #[value(name = "startTime")]
     StartTime,
-}
-
-impl SortBy {
-    fn key(self) -> String {
-        self.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default()
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -133,8 +131,8 @@ pub fn expand_ids(client: &Client, kind: Option<Kind>, prefixes: &[String]) -> R
     let Some(kind) = kind.filter(|_| !prefixes.iter().all(|p| is_full_task_id(p))) else {
         return Ok(prefixes.to_vec());
     };
-    let resp: Value = client.get(&format!("api/v1/{}", kind.plural()))?;
-    let ids: Vec<&str> = resp.get(kind.plural()).and_then(Value::as_array).into_iter().flatten().filter_map(|t| t["id"].as_str()).collect();
+    let tasks = ntsc_fetch::list(client, kind, None)?;
+    let ids: Vec<&str> = tasks.iter().map(|t| t.base().id.as_str()).collect();
     prefixes
         .iter()
         .map(|p| {
@@ -157,23 +155,48 @@ pub fn expand_id(client: &Client, kind: Option<Kind>, prefix: &str) -> Result<St
 
 /// `workspace.get_workspace_names`. A master without the workspaces endpoint yet gives no names
 /// rather than failing the listing.
-pub fn workspace_names(client: &Client) -> Result<BTreeMap<i64, String>, CliError> {
-    let resp: Value = match client.get("api/v1/workspaces") {
-        Ok(v) => v,
-        Err(ClientError::NotFound(_)) => return Ok(BTreeMap::new()),
-        Err(e) => return Err(e.into()),
-    };
-    let list = resp.get("workspaces").and_then(Value::as_array).cloned().unwrap_or_default();
-    Ok(list.iter().filter_map(|w| Some((int(w, "id")?, w.get("name")?.as_str()?.to_owned()))).collect())
+pub fn workspace_names(client: &Client) -> Result<BTreeMap<i32, String>, CliError> {
+    match client.get::<GetWorkspacesResponse>("api/v1/workspaces") {
+        Ok(resp) => Ok(resp.workspaces.into_iter().map(|w| (w.id, w.name)).collect()),
+        Err(ClientError::NotFound(_)) => Ok(BTreeMap::new()),
+        Err(e) => Err(e.into()),
+    }
 }
 
-/// Upstream's in-place touch-ups before printing: `STATE_` dropped, `workspaceName` added.
-fn annotate(item: &mut Value, names: &BTreeMap<i64, String>) {
-    if let Some(state) = item.get("state").and_then(Value::as_str).and_then(|s| s.strip_prefix("STATE_")).map(str::to_owned) {
-        item["state"] = json!(state);
-    }
-    if let Some(id) = int(item, "workspaceId") {
-        item["workspaceName"] = json!(names.get(&id).cloned().unwrap_or_else(|| format!("missing workspace id {id}")));
+/// The workspace column: its name, or upstream's placeholder for an id it does not know.
+fn workspace_name(names: &BTreeMap<i32, String>, id: i32) -> String {
+    names.get(&id).cloned().unwrap_or_else(|| format!("missing workspace id {id}"))
+}
+
+/// The state as upstream prints it, without `STATE_`.
+fn short_state(base: &NtscBase) -> &'static str {
+    let name = base.state.name();
+    name.strip_prefix("STATE_").unwrap_or(name)
+}
+
+/// What upstream prints for a task: the object as the bindings write it, touched up in place as
+/// upstream does (`STATE_` dropped, `workspaceName` added).
+fn shown(task: &AnyTask, names: &BTreeMap<i32, String>) -> Value {
+    let base = task.base();
+    let mut item = task.to_json();
+    item["state"] = json!(short_state(base));
+    item["workspaceName"] = json!(workspace_name(names, base.workspace_id));
+    item
+}
+
+/// The text upstream sorts by (`sorted(key=itemgetter(k))` over the printed objects: all strings,
+/// an absent `exitStatus` as `None`).
+fn sort_key(base: &NtscBase, names: &BTreeMap<i32, String>, by: SortBy) -> String {
+    match by {
+        SortBy::Id => base.id.clone(),
+        SortBy::Username => base.username.clone(),
+        SortBy::Description => base.description.clone(),
+        SortBy::State => short_state(base).to_owned(),
+        SortBy::ExitStatus => base.exit_status.clone().unwrap_or_else(|| "None".to_owned()),
+        SortBy::ResourcePool => base.resource_pool.clone(),
+        SortBy::WorkspaceName => workspace_name(names, base.workspace_id),
+        // The wire's RFC 3339 text, as upstream compares it.
+        SortBy::StartTime => serde_json::to_value(base.start_time).ok().map(|v| py_str(&v)).unwrap_or_default(),
     }
 }
 
@@ -187,37 +210,23 @@ fn cell(item: &Value, key: &str) -> Cell {
     }
 }
 
-/// Orders like Python's `sorted(key=itemgetter(k))` for the value types involved.
-fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64().partial_cmp(&y.as_f64()).unwrap_or(std::cmp::Ordering::Equal),
-        _ => py_str(a).cmp(&py_str(b)),
-    }
-}
-
 /// `ntsc.list_tasks`: `GET /api/v1/{kind}?users=<me>` (all users with `--all`).
 pub fn list(g: &Globals, kind: Kind, args: &ListArgs) -> Result<(), CliError> {
     let session = crate::session::login_with_cache(&g.master, g.user.as_deref())?;
     let client = session.client;
-    let mut path = format!("api/v1/{}", kind.plural());
-    if !args.all {
-        path.push_str(&format!("?users={}", path_segment(&session.username)));
-    }
-    let resp: Value = client.get(&path)?;
-    let mut items = resp.get(kind.plural()).and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut tasks = ntsc_fetch::list(&client, kind, (!args.all).then_some(session.username.as_str()))?;
     if args.quiet {
-        for item in &items {
-            say!("{}", item.get("id").and_then(Value::as_str).unwrap_or_default());
+        for task in &tasks {
+            say!("{}", task.base().id);
         }
         return Ok(());
     }
     let names = workspace_names(&client)?;
-    items.iter_mut().for_each(|i| annotate(i, &names));
-    let key = args.sort_by.key();
-    items.sort_by(|a, b| compare(&a[&key], &b[&key]));
+    tasks.sort_by_cached_key(|t| sort_key(t.base(), &names, args.sort_by));
     if args.order_by == Order::Desc {
-        items.reverse();
+        tasks.reverse();
     }
+    let items: Vec<Value> = tasks.iter().map(|t| shown(t, &names)).collect();
     if g.json {
         say!("{}", render::json(&items));
         return Ok(());
@@ -228,17 +237,12 @@ pub fn list(g: &Globals, kind: Kind, args: &ListArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `GET /api/v1/{kind}/{id}`, the whole response (`{<kind>, config}`).
-pub fn get(client: &Client, kind: Kind, id: &str) -> Result<Value, CliError> {
-    Ok(client.get(&format!("api/v1/{}/{}", kind.plural(), path_segment(id)))?)
-}
-
 /// `ntsc.describe`: one row of the list table, or the object as JSON.
 pub fn describe(g: &Globals, kind: Kind, id: &str, csv: bool) -> Result<(), CliError> {
     let client = connect(g)?;
     let id = expand_id(&client, Some(kind), id)?;
-    let mut item = get(&client, kind, &id)?.get(kind.singular()).cloned().unwrap_or(Value::Null);
-    annotate(&mut item, &workspace_names(&client)?);
+    let (task, _config) = ntsc_fetch::get(&client, kind, &id)?;
+    let item = shown(&task, &workspace_names(&client)?);
     if g.json {
         say!("{}", render::json(&item));
         return Ok(());
@@ -252,8 +256,8 @@ pub fn describe(g: &Globals, kind: Kind, id: &str, csv: bool) -> Result<(), CliE
 pub fn config(g: &Globals, kind: Kind, id: &str) -> Result<(), CliError> {
     let client = connect(g)?;
     let id = expand_id(&client, Some(kind), id)?;
-    let resp = get(&client, kind, &id)?;
-    crate::output::emit_raw(&render::yaml(resp.get("config").unwrap_or(&Value::Null)));
+    let (_task, config) = ntsc_fetch::get(&client, kind, &id)?;
+    crate::output::emit_raw(&render::yaml(&config));
     Ok(())
 }
 
@@ -277,8 +281,7 @@ pub fn kill(g: &Globals, kind: Kind, ids: &[String], force: bool) -> Result<(), 
     let client = connect(g)?;
     let ids = expand_ids(&client, Some(kind), ids)?;
     for (i, id) in ids.iter().enumerate() {
-        let path = format!("api/v1/{}/{}/kill", kind.plural(), path_segment(id));
-        match client.post::<_, Value>(&path, &json!({})) {
+        match ntsc_fetch::kill(&client, kind, id) {
             Ok(_) => say!("{}", green(&format!("Killed {} {id}", kind.singular()))),
             Err(e) if force => say!("Skipping: {e}"),
             Err(e) => {
@@ -296,8 +299,7 @@ pub fn kill(g: &Globals, kind: Kind, ids: &[String], force: bool) -> Result<(), 
 pub fn set_priority(g: &Globals, kind: Kind, id: &str, priority: i32) -> Result<(), CliError> {
     let client = connect(g)?;
     let id = expand_id(&client, Some(kind), id)?;
-    let path = format!("api/v1/{}/{}/set_priority", kind.plural(), path_segment(&id));
-    client.post::<_, Value>(&path, &json!({ "priority": priority }))?;
+    ntsc_fetch::set_priority(&client, kind, &id, priority)?;
     say!("{}", green(&format!("Set priority of {} {id} to {priority}", kind.singular())));
     Ok(())
 }
@@ -320,8 +322,13 @@ mod tests {
         let item = json!({"experimentIds": [1, 2], "id": "a", "workspaceId": 1});
         assert_eq!(cell(&item, "experimentIds"), Cell::Str("[1, 2]".into()));
         assert_eq!(cell(&item, "exitStatus"), Cell::Str("N/A".into()));
-        let mut item = json!({"state": "STATE_RUNNING", "workspaceId": 2});
-        annotate(&mut item, &BTreeMap::from([(1, "Uncategorized".to_owned())]));
-        assert_eq!(item, json!({"state": "RUNNING", "workspaceId": 2, "workspaceName": "missing workspace id 2"}));
+        let task: resolute_api::commands::Command = serde_json::from_value(json!({"id": "a", "state": "STATE_RUNNING",
+            "startTime": "2025-03-19T10:01:02Z", "username": "u", "workspaceId": 2}))
+        .unwrap();
+        let names = BTreeMap::from([(1, "Uncategorized".to_owned())]);
+        let item = shown(&AnyTask::Command(task.clone()), &names);
+        assert_eq!((&item["state"], &item["workspaceName"]), (&json!("RUNNING"), &json!("missing workspace id 2")));
+        assert_eq!(sort_key(&task.base, &names, SortBy::StartTime), "2025-03-19T10:01:02Z");
+        assert_eq!(sort_key(&task.base, &names, SortBy::ExitStatus), "None");
     }
 }

@@ -74,10 +74,9 @@ fn list(g: &Globals, csv: bool, json: bool) -> Result<(), CliError> {
     let agents = fetch_agents(&client)?;
     let mut occupants = Occupants::new();
     for t in tasks.values() {
-        for r in t.get("resources").and_then(Value::as_array).into_iter().flatten() {
-            let container = text(r, "containerId");
-            if !container.is_empty() {
-                occupants.insert(container.to_owned(), (text(t, "name").to_owned(), text(t, "allocationId").to_owned()));
+        for r in t.resources.iter().flatten() {
+            if let Some(container) = r.container_id.as_ref().filter(|c| !c.is_empty()) {
+                occupants.insert(container.clone(), (t.name.clone(), t.allocation_id.clone()));
             }
         }
     }

@@ -1,15 +1,17 @@
 //! `det task`: the allocation summaries of `GET /api/v1/tasks`, task log streams, and generic
 //! tasks (`task_generic.rs`).
 
+use std::collections::BTreeMap;
+
 use clap::Subcommand;
-use serde_json::{Map, Value};
+use resolute_api::tasks::{AllocationSummary, GetTasksResponse};
 
 use super::Globals;
-use super::wire::{connect, int, text};
+use super::wire::connect;
 use crate::client::Client;
 use crate::error::CliError;
 use crate::log_stream::LogArgs;
-use crate::output::{format_time, tabulate_or_csv};
+use crate::output::{format_datetime, tabulate_or_csv};
 use crate::table::Cell;
 use crate::{render, say};
 
@@ -91,18 +93,16 @@ pub fn run(g: &Globals, cmd: Option<TaskCommand>) -> Result<(), CliError> {
 }
 
 /// `allocationIdToSummary` of `GET /api/v1/tasks`.
-pub fn fetch_tasks(client: &Client) -> Result<Map<String, Value>, CliError> {
-    let resp: Value = client.get("api/v1/tasks")?;
-    Ok(resp.get("allocationIdToSummary").and_then(Value::as_object).cloned().unwrap_or_default())
+pub fn fetch_tasks(client: &Client) -> Result<BTreeMap<String, AllocationSummary>, CliError> {
+    Ok(client.get::<GetTasksResponse>("api/v1/tasks")?.allocation_id_to_summary)
 }
 
 /// Agents a task runs on: one name, or Python's `repr` of the list (`[]` when none).
-fn agent_info(t: &Value) -> String {
-    let Some(resources) = t.get("resources").and_then(Value::as_array) else {
+fn agent_info(t: &AllocationSummary) -> String {
+    let Some(resources) = &t.resources else {
         return "unassigned".to_owned();
     };
-    let agents: Vec<&String> =
-        resources.iter().filter_map(|r| r.get("agentDevices").and_then(Value::as_object)).flat_map(|m| m.keys()).collect();
+    let agents: Vec<&String> = resources.iter().flat_map(|r| r.agent_devices.keys()).collect();
     match agents.as_slice() {
         [one] => (*one).clone(),
         many => format!("[{}]", many.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(", ")),
@@ -110,35 +110,35 @@ fn agent_info(t: &Value) -> String {
 }
 
 /// `task.render_tasks`: sorted by registration time.
-pub fn render_tasks(tasks: &Map<String, Value>, csv: bool, json: bool) {
+pub fn render_tasks(tasks: &BTreeMap<String, AllocationSummary>, csv: bool, json: bool) {
     if json {
         say!("{}", render::json(tasks));
         return;
     }
     let headers = ["Task ID", "Allocation ID", "Name", "Slots Needed", "Registered Time", "Agent", "Priority", "Resource Pool", "Ports"];
-    let mut sorted: Vec<&Value> = tasks.values().collect();
-    let time_key = |t: &Value| match format_time(t.get("registeredTime").and_then(Value::as_str)) {
+    let registered = |t: &AllocationSummary| format_datetime(Some(&t.registered_time));
+    let mut sorted: Vec<&AllocationSummary> = tasks.values().collect();
+    // Upstream sorts by the printed time, so ties within a second keep the listing's order.
+    sorted.sort_by_cached_key(|t| match registered(t) {
         Cell::Str(s) => s,
         _ => String::new(),
-    };
-    sorted.sort_by_key(|t| time_key(t));
+    });
     let rows: Vec<Vec<Cell>> = sorted
         .iter()
         .map(|t| {
-            let priority = if text(t, "schedulerType") == "priority" { Cell::opt(int(t, "priority")) } else { "N/A".into() };
-            let mut ports: Vec<i64> =
-                t.get("proxyPorts").and_then(Value::as_array).into_iter().flatten().filter_map(|p| int(p, "port")).collect();
+            let priority = if t.scheduler_type == "priority" { Cell::opt(t.priority.map(i64::from)) } else { "N/A".into() };
+            let mut ports: Vec<i32> = t.proxy_ports.iter().filter_map(|p| p.port).collect();
             ports.sort_unstable();
             vec![
-                text(t, "taskId").into(),
-                text(t, "allocationId").into(),
-                text(t, "name").into(),
-                Cell::opt(int(t, "slotsNeeded")),
-                format_time(t.get("registeredTime").and_then(Value::as_str)),
+                t.task_id.as_str().into(),
+                t.allocation_id.as_str().into(),
+                t.name.as_str().into(),
+                Cell::Int(i64::from(t.slots_needed)),
+                registered(t),
                 agent_info(t).into(),
                 priority,
-                text(t, "resourcePool").into(),
-                ports.iter().map(i64::to_string).collect::<Vec<_>>().join(",").into(),
+                t.resource_pool.as_str().into(),
+                ports.iter().map(i32::to_string).collect::<Vec<_>>().join(",").into(),
             ]
         })
         .collect();

@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use reqwest::Method;
 use resolute_api::generic_tasks::{
-    CreateGenericTaskRequest, CreateGenericTaskResponse, GetGenericTaskConfigResponse, KillGenericTaskRequest,
+    CreateGenericTaskRequest, CreateGenericTaskResponse, EmptyResponse, GetGenericTaskConfigResponse, KillGenericTaskRequest,
 };
 use serde_json::Value;
 
@@ -107,7 +108,7 @@ pub fn config(g: &Globals, task_id: &str, json: bool) -> Result<(), CliError> {
 pub fn kill(g: &Globals, task_id: &str, root: bool) -> Result<(), CliError> {
     let client = connect(g)?;
     let req = KillGenericTaskRequest { task_id: task_id.to_owned(), kill_from_root: Some(root) };
-    client.post::<_, Value>(&format!("api/v1/tasks/{}/kill", path_segment(task_id)), &req)?;
+    client.post::<_, EmptyResponse>(&format!("api/v1/tasks/{}/kill", path_segment(task_id)), &req)?;
     // Upstream's spelling, kept for scripts that match on it.
     say!("Sucessfully killed task: {task_id}");
     Ok(())
@@ -117,7 +118,8 @@ pub fn kill(g: &Globals, task_id: &str, root: bool) -> Result<(), CliError> {
 pub fn pause(g: &Globals, task_id: &str, pause: bool) -> Result<(), CliError> {
     let client = connect(g)?;
     let action = if pause { "pause" } else { "unpause" };
-    client.post::<_, Value>(&format!("api/v1/tasks/{}/{action}", path_segment(task_id)), &serde_json::json!({}))?;
+    // No body, as the bindings' `post_PauseGenericTask` sends it: the path names the task.
+    client.send::<(), EmptyResponse>(Method::POST, &format!("api/v1/tasks/{}/{action}", path_segment(task_id)), None)?;
     say!("{} task: {task_id}", if pause { "Paused" } else { "Unpaused" });
     Ok(())
 }

@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use resolute_api::templates::{GetTemplateResponse, GetTemplatesResponse, Template};
+use resolute_api::templates::{
+    DeleteTemplateResponse, GetTemplateResponse, GetTemplatesResponse, PatchTemplateConfigResponse, PostTemplateResponse, Template,
+};
 use serde_json::{Map, Value};
 
 use super::Globals;
@@ -83,10 +85,10 @@ pub fn run(g: &Globals, cmd: Option<TemplateCommand>) -> Result<(), CliError> {
             let client = connect(g)?;
             let path = format!("api/v1/templates/{}", path_segment(&template_name));
             match client.get::<GetTemplateResponse>(&path) {
-                Ok(_) => client.patch::<_, Value>(&path, &config).map(drop)?,
+                Ok(_) => client.patch::<_, PatchTemplateConfigResponse>(&path, &config).map(drop)?,
                 Err(ClientError::NotFound(_)) => {
                     let body = Template { name: template_name.clone(), config, workspace_id: 0 };
-                    client.post::<_, Value>(&path, &body).map(drop)?
+                    client.post::<_, PostTemplateResponse>(&path, &body).map(drop)?
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -97,20 +99,20 @@ pub fn run(g: &Globals, cmd: Option<TemplateCommand>) -> Result<(), CliError> {
             let config = read_template(&template_file)?;
             let client = connect(g)?;
             let body = Template { name: template_name.clone(), config, workspace_id: 0 };
-            client.post::<_, Value>(&format!("api/v1/templates/{}", path_segment(&template_name)), &body)?;
+            client.post::<_, PostTemplateResponse>(&format!("api/v1/templates/{}", path_segment(&template_name)), &body)?;
             say!("{}", green(&format!("Created template {template_name}")));
             Ok(())
         }
         TemplateCommand::SetValue { what: SetValueCommand::Config { template_name, template_file } } => {
             let config = read_template(&template_file)?;
             let client = connect(g)?;
-            client.patch::<_, Value>(&format!("api/v1/templates/{}", path_segment(&template_name)), &config)?;
+            client.patch::<_, PatchTemplateConfigResponse>(&format!("api/v1/templates/{}", path_segment(&template_name)), &config)?;
             say!("{}", green(&format!("Updated template {template_name}")));
             Ok(())
         }
         TemplateCommand::Remove { template_name } => {
             let client = connect(g)?;
-            client.delete::<Value>(&format!("api/v1/templates/{}", path_segment(&template_name)))?;
+            client.delete::<DeleteTemplateResponse>(&format!("api/v1/templates/{}", path_segment(&template_name)))?;
             say!("{}", green(&format!("Removed template {template_name}")));
             Ok(())
         }
@@ -129,7 +131,7 @@ fn list(g: &Globals, details: bool) -> Result<(), CliError> {
     let rows: Vec<Vec<Cell>> = templates
         .iter()
         .map(|t| {
-            let workspace = names.get(&i64::from(t.workspace_id)).cloned().unwrap_or_else(|| "missing workspace".to_owned());
+            let workspace = names.get(&t.workspace_id).cloned().unwrap_or_else(|| "missing workspace".to_owned());
             let mut row: Vec<Cell> = vec![t.name.clone().into(), workspace.into()];
             if details {
                 row.push(render::yaml(&t.config).into());

@@ -23,6 +23,15 @@ fn task(id: &str, state: &str, exit_status: Option<&str>) -> Value {
     t
 }
 
+/// `GET /api/v1/workspaces` as the master writes it.
+fn workspaces() -> Value {
+    json!({"workspaces": [{"id": 1, "name": "Uncategorized", "archived": false, "username": "admin", "immutable": true,
+        "numProjects": 1, "pinned": false, "userId": 1, "numExperiments": 0, "state": "WORKSPACE_STATE_UNSPECIFIED",
+        "errorMessage": "", "agentUserGroup": null, "checkpointStorageConfig": null, "defaultComputePool": "",
+        "defaultAuxPool": ""}],
+        "pagination": {"offset": 0, "limit": 0, "startIndex": 0, "endIndex": 1, "total": 1}})
+}
+
 fn log_lines(lines: &[&str]) -> String {
     lines
         .iter()
@@ -100,7 +109,7 @@ fn command_list(fake: &FakeMaster) {
         task(CMD_C, "STATE_QUEUED", None),
     ]});
     fake.json("GET", "/api/v1/commands", &list);
-    fake.json("GET", "/api/v1/workspaces", &json!({"workspaces": [{"id": 1, "name": "Uncategorized"}], "pagination": {}}));
+    fake.json("GET", "/api/v1/workspaces", &workspaces());
 }
 
 #[test]
@@ -220,7 +229,7 @@ fn templates_set_describe_delete() {
         "/api/v1/templates",
         &json!({"templates": [stored["template"]], "pagination": {"offset": 0, "limit": 0, "startIndex": 0, "endIndex": 1, "total": 1}}),
     );
-    fake.json("GET", "/api/v1/workspaces", &json!({"workspaces": [{"id": 1, "name": "Uncategorized"}], "pagination": {}}));
+    fake.json("GET", "/api/v1/workspaces", &workspaces());
     let out = det.ok_env(&["template", "list"], "", &AUTH);
     assert!(out.lines().nth(2).is_some_and(|l| l.contains("gpu") && l.contains("Uncategorized")), "{out}");
 

@@ -81,7 +81,7 @@ fn summary(a: OpenAllocation) -> AllocationSummary {
         registered_time: a.allocation.start_time,
         resource_pool: a.allocation.resource_pool,
         slots_needed: a.allocation.slots,
-        resources,
+        resources: Some(resources),
         scheduler_type: "priority".to_owned(),
         priority: Some(a.priority),
         proxy_ports: Vec::new(),

@@ -6,11 +6,11 @@ use axum::extract::{Path, State};
 use resolute_api::error::ErrorBody;
 use resolute_api::pagination::Pagination;
 use resolute_api::templates::{
-    GetTemplateResponse, GetTemplatesQuery, GetTemplatesResponse, PatchTemplateConfigResponse, PostTemplateResponse, PutTemplateResponse,
-    Template,
+    DeleteTemplateResponse, GetTemplateResponse, GetTemplatesQuery, GetTemplatesResponse, PatchTemplateConfigResponse,
+    PostTemplateResponse, PutTemplateResponse, Template,
 };
 use resolute_store::{TemplateFilter, TemplateRecord};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::extract::{JsonBody, QueryParams};
 use crate::error::ApiResult;
@@ -84,8 +84,12 @@ pub async fn patch(
 }
 
 #[utoipa::path(delete, path = "/api/v1/templates/{templateName}", tag = "Templates", params(("templateName" = String, Path)),
-    responses((status = 200), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
-pub async fn delete(State(state): State<AppState>, _caller: Principal, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+    responses((status = 200, body = DeleteTemplateResponse), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn delete(
+    State(state): State<AppState>,
+    _caller: Principal,
+    Path(name): Path<String>,
+) -> ApiResult<Json<DeleteTemplateResponse>> {
     state.templates.delete(&name).await?;
-    Ok(Json(json!({})))
+    Ok(Json(DeleteTemplateResponse {}))
 }
