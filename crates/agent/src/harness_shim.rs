@@ -3,7 +3,9 @@
 //! The harness (`determined._info`) reads a task's cluster, trial, rendezvous and resources info
 //! only from hard-coded `/run/determined/info/*.json` files, which upstream's container entrypoint
 //! writes; without them `det.core.init()` silently runs off-cluster. Our tasks share the host, so
-//! each task gets its own shim dir next to its work dir:
+//! each task gets its own shim dir next to its work dir. The agent writes the files about where
+//! the task runs (cluster, rendezvous, resources); the master sends the rest (a trial's
+//! `trial.json`, `StartTask.harness_info`), which the agent writes as given without reading:
 //!
 //! ```text
 //! <work_root>/<task_id>/<allocation_id>.harness/
@@ -28,9 +30,12 @@ pub enum ShimError {
     AlreadyExists(PathBuf),
     #[error("cannot write the harness info in {path}: {source}")]
     Write { path: PathBuf, source: std::io::Error },
-    #[error("a TRIAL task needs {name} in its environment{reason}")]
-    TrialEnv { name: &'static str, reason: String },
+    #[error("harness_info file {name:?} is refused: {reason}")]
+    InfoName { name: String, reason: &'static str },
 }
+
+/// The info files only the agent can write: the master may not send these.
+pub const AGENT_INFO_FILES: [&str; 3] = ["cluster.json", "rendezvous.json", "resources.json"];
 
 /// Where a task's shim lives, next to its work dir.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,9 +73,20 @@ impl ShimDir {
         }
     }
 
-    /// Writes the info files and `sitecustomize.py` for a task whose final environment is `env`.
-    pub fn write(&self, env: &BTreeMap<String, String>, devices: &[Device], model: Option<&[u8]>) -> Result<(), ShimError> {
-        let files = info_files(env, devices)?;
+    /// Writes the info files and `sitecustomize.py` for a task whose final environment is `env`:
+    /// the agent's own and the master's `harness_info`.
+    pub fn write(
+        &self,
+        env: &BTreeMap<String, String>,
+        devices: &[Device],
+        harness_info: &BTreeMap<String, Value>,
+        model: Option<&[u8]>,
+    ) -> Result<(), ShimError> {
+        check_harness_info(harness_info)?;
+        let mut files: Vec<(&str, &Value)> = Vec::new();
+        let own = info_files(env, devices);
+        files.extend(own.iter().map(|(name, value)| (*name, value)));
+        files.extend(harness_info.iter().map(|(name, value)| (name.as_str(), value)));
         if self.root.exists() {
             return Err(ShimError::AlreadyExists(self.root.clone()));
         }
@@ -86,7 +102,7 @@ impl ShimDir {
         result
     }
 
-    fn write_files(&self, files: &[(&str, Value)]) -> Result<(), ShimError> {
+    fn write_files(&self, files: &[(&str, &Value)]) -> Result<(), ShimError> {
         use std::os::unix::fs::DirBuilderExt;
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -123,8 +139,28 @@ impl ShimDir {
     }
 }
 
-/// The info files, as the harness's `_to_file` methods would write them: `(file name, content)`.
-pub fn info_files(env: &BTreeMap<String, String>, devices: &[Device]) -> Result<Vec<(&'static str, Value)>, ShimError> {
+/// Refuses `harness_info` names that are not a plain file name of the info dir or that name one
+/// of the agent's own files.
+pub fn check_harness_info(harness_info: &BTreeMap<String, Value>) -> Result<(), ShimError> {
+    for name in harness_info.keys() {
+        let reason = if name.is_empty() || name == "." || name == ".." {
+            Some("it is not a file name")
+        } else if name.contains(['/', '\0']) {
+            Some("it must be a plain file name, without '/' or NUL")
+        } else if AGENT_INFO_FILES.contains(&name.as_str()) {
+            Some("the agent writes that file itself")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(ShimError::InfoName { name: name.clone(), reason });
+        }
+    }
+    Ok(())
+}
+
+/// The agent's info files, as the harness's `_to_file` methods would write them: `(file name, content)`.
+pub fn info_files(env: &BTreeMap<String, String>, devices: &[Device]) -> Vec<(&'static str, Value)> {
     let var = |name: &str| env.get(name).cloned();
     let text = |name: &str| var(name).unwrap_or_default();
     let slot_ids: Vec<u32> = devices.iter().map(|d| d.id).collect();
@@ -149,34 +185,7 @@ pub fn info_files(env: &BTreeMap<String, String>, devices: &[Device]) -> Result<
     });
     let gpu_uuids: Vec<&str> = devices.iter().filter(|d| d.device_type == DeviceType::Cuda).map(|d| d.uuid.as_str()).collect();
     let resources = json!({ "gpu_uuids": gpu_uuids });
-    let mut files = vec![("cluster.json", cluster), ("rendezvous.json", rendezvous), ("resources.json", resources)];
-    if env.get("DET_TASK_TYPE").map(String::as_str) == Some("TRIAL") {
-        files.push(("trial.json", trial_info(env)?));
-    }
-    Ok(files)
-}
-
-fn trial_info(env: &BTreeMap<String, String>) -> Result<Value, ShimError> {
-    let get = |name: &'static str| env.get(name).ok_or(ShimError::TrialEnv { name, reason: String::new() });
-    let int = |name: &'static str| -> Result<i64, ShimError> {
-        get(name)?.trim().parse().map_err(|e| ShimError::TrialEnv { name, reason: format!(", but it is not an integer ({e})") })
-    };
-    let json = |name: &'static str| -> Result<Value, ShimError> {
-        serde_json::from_str(get(name)?).map_err(|e| ShimError::TrialEnv { name, reason: format!(", but it is not JSON ({e})") })
-    };
-    let config = json("DET_EXPERIMENT_CONFIG")?;
-    let debug = config.get("debug").and_then(Value::as_bool).unwrap_or(false);
-    Ok(json!({
-        "trial_id": int("DET_TRIAL_ID")?,
-        "experiment_id": int("DET_EXPERIMENT_ID")?,
-        "trial_seed": int("DET_TRIAL_SEED")?,
-        "hparams": json("DET_HPARAMS")?,
-        "config": config,
-        "steps_completed": int("DET_STEPS_COMPLETED")?,
-        "trial_run_id": int("DET_TRIAL_RUN_ID")?,
-        "debug": debug,
-        "inter_node_network_interface": env.get("DET_INTER_NODE_NETWORK_INTERFACE"),
-    }))
+    vec![("cluster.json", cluster), ("rendezvous.json", rendezvous), ("resources.json", resources)]
 }
 
 /// The `sitecustomize.py` that redirects `determined._info` to `info_dir`.
@@ -298,39 +307,38 @@ mod tests {
     }
 
     #[test]
-    fn non_trial_tasks_get_no_trial_info() {
+    fn the_agent_writes_only_what_it_knows() {
         let gpu = Device { id: 2, brand: "GPU".into(), uuid: "GPU-2".into(), device_type: DeviceType::Cuda };
-        let files = info_files(&env(&[("DET_TASK_TYPE", "COMMAND"), ("DET_MASTER", "http://m:8080")]), &[gpu]).unwrap();
+        let vars = env(&[("DET_TASK_TYPE", "TRIAL"), ("DET_MASTER", "http://m:8080"), ("DET_TRIAL_ID", "7"), ("DET_HPARAMS", "{}")]);
+        let files = info_files(&vars, &[gpu]);
         let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["cluster.json", "rendezvous.json", "resources.json"]);
+        assert_eq!(names, AGENT_INFO_FILES, "a trial's trial.json comes from the master");
         assert_eq!(files[0].1["slot_ids"], json!([2]));
+        assert_eq!(files[0].1["task_type"], "TRIAL");
         assert_eq!(files[0].1["master_cert_file"], Value::Null);
         assert_eq!(files[1].1["container_slot_counts"], json!([1]));
         assert_eq!(files[2].1["gpu_uuids"], json!(["GPU-2"]));
     }
 
     #[test]
-    fn trial_info_needs_the_trial_variables() {
-        let mut vars = env(&[
-            ("DET_TASK_TYPE", "TRIAL"),
-            ("DET_TRIAL_ID", "7"),
-            ("DET_EXPERIMENT_ID", "3"),
-            ("DET_TRIAL_SEED", "42"),
-            ("DET_HPARAMS", r#"{"lr":0.1}"#),
-            ("DET_EXPERIMENT_CONFIG", r#"{"debug":true}"#),
-            ("DET_STEPS_COMPLETED", "0"),
-            ("DET_TRIAL_RUN_ID", "1"),
-        ]);
-        let files = info_files(&vars, &[]).unwrap();
-        let trial = &files.iter().find(|(n, _)| *n == "trial.json").unwrap().1;
-        assert_eq!((trial["trial_id"].as_i64(), trial["debug"].as_bool()), (Some(7), Some(true)));
-        assert_eq!(trial["hparams"]["lr"], json!(0.1));
-        vars.insert("DET_TRIAL_SEED".into(), "x".into());
-        let err = info_files(&vars, &[]).unwrap_err().to_string();
-        assert!(err.contains("DET_TRIAL_SEED in its environment, but it is not an integer"), "{err}");
-        vars.remove("DET_HPARAMS");
-        vars.insert("DET_TRIAL_SEED".into(), "1".into());
-        assert!(info_files(&vars, &[]).unwrap_err().to_string().contains("DET_HPARAMS"));
+    fn the_master_sends_the_rest_as_given() {
+        let root = tempfile::tempdir().unwrap();
+        let shim = ShimDir::for_work_dir(&root.path().join("t/t.a"));
+        let trial = json!({"trial_id": 7, "hparams": {"lr": 0.1}});
+        shim.write(&env(&[("DET_TASK_TYPE", "TRIAL")]), &[], &BTreeMap::from([("trial.json".to_string(), trial.clone())]), None).unwrap();
+        let written: Value = serde_json::from_slice(&std::fs::read(shim.info_dir().join("trial.json")).unwrap()).unwrap();
+        assert_eq!(written, trial);
+        assert!(shim.info_dir().join("cluster.json").is_file());
+    }
+
+    #[test]
+    fn harness_info_names_are_plain_and_not_the_agents() {
+        let refused = |name: &str| check_harness_info(&BTreeMap::from([(name.to_string(), Value::Null)])).unwrap_err().to_string();
+        assert!(refused("cluster.json").contains("the agent writes that file itself"));
+        assert!(refused("../trial.json").contains("plain file name"));
+        assert!(refused("..").contains("not a file name"));
+        assert!(refused("").contains("not a file name"));
+        check_harness_info(&BTreeMap::from([("trial.json".to_string(), json!({}))])).unwrap();
     }
 
     #[test]

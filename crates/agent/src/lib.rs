@@ -2,7 +2,7 @@
 //! container engine): [`devices`] decides which slots the agent offers, [`spec`] turns a
 //! [`TaskSpec`] into a command line and environment, [`workdir`] prepares the task's directory,
 //! [`process`] spawns and supervises it, and [`logs`] captures its output as [`events`].
-//! [`storage`] maps `shared_fs` checkpoint storage onto host paths. [`ports`] picks free host
+//! [`ports`] picks free host
 //! ports for a task's servers and [`work_files`] writes the extra files a task is sent. How the
 //! master drives the runtime over the agent websocket protocol is [`daemon`]; [`harness_shim`]
 //! gives each task the info files the upstream harness expects.
@@ -16,7 +16,6 @@ pub mod logs;
 pub mod ports;
 pub mod process;
 pub mod spec;
-pub mod storage;
 pub mod work_files;
 pub mod workdir;
 
@@ -29,6 +28,5 @@ pub use nix::sys::signal::Signal;
 pub use ports::PortError;
 pub use process::{Runtime, RuntimeError, RuntimeOptions, TaskHandle, TaskInfo, TaskStatus};
 pub use spec::{Entrypoint, SpecError, TaskSpec, TaskType};
-pub use storage::StorageError;
 pub use work_files::WorkFile;
 pub use workdir::WorkDirError;

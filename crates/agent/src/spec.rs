@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::devices::{Device, DeviceType};
-use crate::storage::{StorageError, rewrite_experiment_config_json};
 use crate::work_files::WorkFile;
 
 /// The file in the work dir that is sourced before the entrypoint, so its exports apply.
@@ -129,8 +128,6 @@ pub enum SpecError {
     InvalidEnvName(String),
     #[error("environment variable {0} contains a NUL byte")]
     InvalidEnvValue(String),
-    #[error("cannot map shared_fs checkpoint storage: {0}")]
-    Storage(#[from] StorageError),
 }
 
 /// The argv to exec: the entrypoint, wrapped so that the work dir's startup hooks (`hooks`, paths
@@ -241,12 +238,6 @@ pub(crate) fn environment(spec: &TaskSpec, ctx: &LaunchContext<'_>) -> Result<BT
     env.insert("PYTHONUNBUFFERED".to_string(), "1".to_string());
     let path = prepend_python_dir(env.get("PATH").map(String::as_str), ctx.python);
     env.insert("PATH".to_string(), path);
-
-    if let Some(config) = env.get("DET_EXPERIMENT_CONFIG")
-        && let Some(rewritten) = rewrite_experiment_config_json(config)?
-    {
-        env.insert("DET_EXPERIMENT_CONFIG".to_string(), rewritten);
-    }
     Ok(env)
 }
 

@@ -101,7 +101,14 @@ async fn start_failures_are_reported_as_terminated() {
     assert!(failure.contains("slot 7 is not a slot of this agent"), "{failure}");
     assert_eq!(exit_of(&states).exit_code, None);
 
-    // Nothing is left behind by either.
+    let mut spoofed = start_task("i", shell("true"));
+    spoofed.harness_info.insert("cluster.json".into(), serde_json::json!({"agent_id": "elsewhere"}));
+    conn.send(MasterToAgent::StartTask(Box::new(spoofed)));
+    let (states, _) = until_terminated(&mut conn, "i").await;
+    let failure = exit_of(&states).failure.clone().unwrap_or_default();
+    assert!(failure.contains("harness_info file \"cluster.json\" is refused: the agent writes that file itself"), "{failure}");
+
+    // Nothing is left behind by any of them.
     assert!(std::fs::read_dir(agent.work_root.path()).unwrap().next().is_none());
     agent.shut_down().await.unwrap();
 }
@@ -174,23 +181,26 @@ async fn master_refusal_and_unreachable_master_are_errors() {
     assert!(text.contains(&format!("ws://127.0.0.1:{port}/agents")), "{text}");
 }
 
+/// A trial as the master starts one: its `trial.json` is the master's, the agent only writes it.
 fn trial_task(container_id: &str, python: &Path, code: &str) -> StartTask {
     let mut start = start_task(container_id, TaskEntrypoint::Argv(vec![python.display().to_string(), "-c".into(), code.into()]));
     start.task_type = "TRIAL".into();
     start.python = Some(python.display().to_string());
-    for (name, value) in [
-        ("DET_CLUSTER_ID", "cluster-1"),
-        ("DET_SESSION_TOKEN", "token"),
-        ("DET_TRIAL_ID", "7"),
-        ("DET_EXPERIMENT_ID", "3"),
-        ("DET_TRIAL_SEED", "42"),
-        ("DET_HPARAMS", r#"{"lr": 0.5}"#),
-        ("DET_EXPERIMENT_CONFIG", r#"{"debug": false, "data": {"x": 1}}"#),
-        ("DET_STEPS_COMPLETED", "0"),
-        ("DET_TRIAL_RUN_ID", "1"),
-    ] {
+    for (name, value) in [("DET_CLUSTER_ID", "cluster-1"), ("DET_SESSION_TOKEN", "token")] {
         start.env.insert(name.into(), value.into());
     }
+    let trial = serde_json::json!({
+        "trial_id": 7,
+        "experiment_id": 3,
+        "trial_seed": 42,
+        "hparams": {"lr": 0.5},
+        "config": {"debug": false, "data": {"x": 1}},
+        "steps_completed": 0,
+        "trial_run_id": 1,
+        "debug": false,
+        "inter_node_network_interface": null,
+    });
+    start.harness_info.insert("trial.json".into(), trial);
     start
 }
 
@@ -223,7 +233,7 @@ fn sitecustomize_is_lazy_and_chains() {
     let work_dir = root.path().join("t/t.a");
     let shim = ShimDir::for_work_dir(&work_dir);
     let env = BTreeMap::from([("DET_TASK_TYPE".to_string(), "COMMAND".to_string()), ("DET_MASTER".to_string(), "http://m:1".to_string())]);
-    shim.write(&env, &[], None).unwrap();
+    shim.write(&env, &[], &BTreeMap::new(), None).unwrap();
     assert!(shim.info_dir().join("cluster.json").is_file() && !shim.info_dir().join("trial.json").exists());
 
     let packages = root.path().join("packages");

@@ -1,6 +1,6 @@
 //! The process runtime against real processes: environment, output capture, exits, signals,
-//! startup hooks, work dirs, device selection and the shared_fs mapping. Waits poll with
-//! deadlines; nothing sleeps to let something happen.
+//! startup hooks, work dirs and device selection. Waits poll with deadlines; nothing sleeps to
+//! let something happen.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -13,8 +13,6 @@ use resolute_agent::{
     AgentConfig, Device, DeviceError, DeviceSources, DeviceType, Entrypoint, LogLine, Runtime, RuntimeError, RuntimeEvent, RuntimeOptions,
     SlotType, StdType, TaskExit, TaskSpec, TaskType, WorkDirError, detect_devices, select_devices,
 };
-use resolute_storage::{rewrite_experiment_config, shared_fs_to_directory};
-use serde_json::{Value, json};
 use tokio::sync::mpsc::Receiver;
 
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -499,39 +497,4 @@ fn nvidia_smi_output_becomes_cuda_slots() {
     assert!(matches!(select_devices(&unknown, &sources), Err(DeviceError::UnknownVisibleGpu(_))));
     let cuda_only = AgentConfig { slot_type: SlotType::Cuda, ..AgentConfig::default() };
     assert!(matches!(select_devices(&cuda_only, &DeviceSources::default()), Err(DeviceError::NoCudaGpus { .. })));
-}
-
-#[tokio::test]
-async fn shared_fs_storage_becomes_a_host_directory() {
-    let storage =
-        json!({"type": "shared_fs", "host_path": "/mnt/ckpt", "storage_path": "exp", "propagation": "rprivate", "save_trial_best": 2});
-    assert_eq!(
-        shared_fs_to_directory(&storage).unwrap(),
-        Some(json!({"type": "directory", "container_path": "/mnt/ckpt/exp", "save_trial_best": 2}))
-    );
-    let mut config = json!({"name": "x", "checkpoint_storage": storage});
-    assert!(rewrite_experiment_config(&mut config).unwrap());
-    assert_eq!(config["checkpoint_storage"]["container_path"], "/mnt/ckpt/exp");
-    assert_eq!(config["name"], "x");
-
-    // The runtime applies it to the config the harness reads.
-    let mut h = harness();
-    let mut task = spec("storage", sh("printf '%s\\n' \"$DET_EXPERIMENT_CONFIG\""));
-    task.task_type = TaskType::Trial;
-    task.env.insert(
-        "DET_EXPERIMENT_CONFIG".into(),
-        json!({"checkpoint_storage": {"type": "shared_fs", "host_path": "/srv/shared"}}).to_string(),
-    );
-    let handle = h.runtime.start(task).await.unwrap();
-    let (lines, _) = run_to_exit(&mut h.events, handle.container_id()).await;
-    let seen: Value = serde_json::from_str(&lines[0].log).unwrap();
-    assert_eq!(seen["checkpoint_storage"], json!({"type": "directory", "container_path": "/srv/shared"}));
-
-    let mut task = spec("bad-storage", sh("true"));
-    task.env.insert(
-        "DET_EXPERIMENT_CONFIG".into(),
-        json!({"checkpoint_storage": {"type": "shared_fs", "host_path": "/h", "storage_path": "../x"}}).to_string(),
-    );
-    let err = h.runtime.start(task).await.unwrap_err();
-    assert!(err.to_string().contains("subdirectory of host_path"), "{err}");
 }

@@ -171,6 +171,12 @@ pub struct StartTask {
     /// Jupyter config, …).
     #[serde(default)]
     pub files: Vec<TaskFile>,
+    /// Info files for the upstream harness (`determined._info`), which upstream's container
+    /// entrypoint writes to `/run/determined/info/`: file name (`trial.json`) → its JSON content.
+    /// The agent writes them beside the ones only it can (`cluster.json`, `rendezvous.json`,
+    /// `resources.json`, which may not be named here) into the task's harness info dir.
+    #[serde(default)]
+    pub harness_info: BTreeMap<String, serde_json::Value>,
 }
 
 /// One file of [`StartTask::files`].
@@ -361,7 +367,7 @@ mod tests {
             r#"{"container_id":"c","task_id":"t","allocation_id":"a","task_type":"COMMAND","slot_ids":[],"entrypoint":"true","env":{}}"#,
         )
         .unwrap();
-        assert!(start.port_env.is_empty() && start.ready_pattern.is_none() && start.files.is_empty());
+        assert!(start.port_env.is_empty() && start.ready_pattern.is_none() && start.files.is_empty() && start.harness_info.is_empty());
         let change: TaskStateChanged =
             serde_json::from_str(r#"{"container_id":"c","allocation_id":"a","state":"RUNNING","pid":7}"#).unwrap();
         assert!(change.ports.is_empty());

@@ -276,7 +276,7 @@ impl Daemon {
             }
         };
         tracing::info!("starting container {container_id} of task {} ({})", start.task_id, start.description);
-        let tasks::Launch { spec, shim, readiness } = launch;
+        let tasks::Launch { spec, shim, harness_info, readiness } = launch;
         self.tasks.insert(
             container_id.clone(),
             TaskEntry {
@@ -290,7 +290,7 @@ impl Daemon {
         );
         let (runtime, started) = (self.runtime.clone(), self.started_tx.clone());
         tokio::spawn(async move {
-            let result = tasks::launch(runtime, spec, shim).await;
+            let result = tasks::launch(runtime, spec, shim, harness_info).await;
             let _ = started.send(StartOutcome { container_id, result });
         });
     }

@@ -59,6 +59,8 @@ pub(crate) struct Started {
 pub(crate) struct Launch {
     pub spec: TaskSpec,
     pub shim: ShimDir,
+    /// The master's harness info files, written into the shim as given.
+    pub harness_info: BTreeMap<String, serde_json::Value>,
     pub readiness: Readiness,
 }
 
@@ -106,7 +108,7 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path) -
         port_env: start.port_env.clone(),
         files,
     };
-    Ok(Launch { spec, shim, readiness })
+    Ok(Launch { spec, shim, harness_info: start.harness_info.clone(), readiness })
 }
 
 fn work_file(file: &TaskFile) -> Result<WorkFile, String> {
@@ -128,10 +130,15 @@ pub(crate) fn add_master_address(env: &mut BTreeMap<String, String>, host: &str,
 }
 
 /// Writes the harness shim and starts the process; on failure nothing is left behind.
-pub(crate) async fn launch(runtime: Runtime, spec: TaskSpec, shim: ShimDir) -> Result<Started, String> {
+pub(crate) async fn launch(
+    runtime: Runtime,
+    spec: TaskSpec,
+    shim: ShimDir,
+    harness_info: BTreeMap<String, serde_json::Value>,
+) -> Result<Started, String> {
     let env = final_environment(&runtime, &spec)?;
     let (devices, writer, model) = (spec.devices.clone(), shim.clone(), spec.work_dir_archive.clone());
-    tokio::task::spawn_blocking(move || writer.write(&env, &devices, model.as_deref()))
+    tokio::task::spawn_blocking(move || writer.write(&env, &devices, &harness_info, model.as_deref()))
         .await
         .map_err(|e| format!("writing the harness info was interrupted: {e}"))?
         .map_err(|e| e.to_string())?;
@@ -209,6 +216,7 @@ mod tests {
             port_env: vec!["PORT".into()],
             ready_pattern: None,
             files: vec![],
+            harness_info: BTreeMap::new(),
         }
     }
 

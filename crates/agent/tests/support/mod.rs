@@ -176,6 +176,7 @@ pub fn start_task(container_id: &str, entrypoint: TaskEntrypoint) -> StartTask {
         port_env: Vec::new(),
         ready_pattern: None,
         files: Vec::new(),
+        harness_info: BTreeMap::new(),
     }
 }
 

@@ -73,6 +73,7 @@ pub fn command_start_task(l: &CommandLaunch<'_>) -> StartTask {
         port_env: l.service.port_env.iter().cloned().collect(),
         ready_pattern: l.service.ready_pattern.clone(),
         files: l.files.to_vec(),
+        harness_info: BTreeMap::new(),
     }
 }
 

@@ -1,5 +1,7 @@
-//! The environment a trial process gets (upstream-determined.md §4.2): pure, from the facts the
-//! loop holds, so the contract with the harness is tested without starting anything.
+//! The environment a trial process gets (upstream-determined.md §4.2) and the harness's
+//! `trial.json` (upstream's `determined._info.TrialInfo`): pure, from the facts the loop holds,
+//! so the contract with the harness is tested without starting anything. The agent only writes
+//! `trial.json` where the harness looks; what a trial is stays here.
 
 use std::collections::BTreeMap;
 
@@ -44,7 +46,15 @@ pub const TRIAL_ENTRYPOINT: [&str; 3] = ["python3", "-m", "determined.exec.launc
 /// Upstream's `DET_PYTHON_EXECUTABLE`, honoured per experiment through `environment_variables`.
 const PYTHON_VAR: &str = "DET_PYTHON_EXECUTABLE";
 
-pub fn trial_start_task(l: &TrialLaunch<'_>) -> StartTask {
+/// The harness info file upstream's entrypoint writes for a trial (`TrialInfo._to_file`).
+pub const TRIAL_INFO_FILE: &str = "trial.json";
+
+/// The stored config cannot be handed to the harness.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot map the experiment's checkpoint_storage for the harness: {0}")]
+pub struct TaskEnvError(#[from] resolute_storage::StorageError);
+
+pub fn trial_start_task(l: &TrialLaunch<'_>) -> Result<StartTask, TaskEnvError> {
     let mut env = BTreeMap::new();
     // The user's variables first: ours win on a clash, as upstream's container env does.
     for entry in l.config.environment.environment_variables.for_device(l.device_type) {
@@ -71,7 +81,8 @@ pub fn trial_start_task(l: &TrialLaunch<'_>) -> StartTask {
     set(&mut env, "DET_TRIAL_RUN_ID", l.trial_run_id.to_string());
     set(&mut env, "DET_TRIAL_SEED", l.trial_seed.to_string());
     set(&mut env, "DET_HPARAMS", l.hparams.to_string());
-    set(&mut env, "DET_EXPERIMENT_CONFIG", l.config_json.to_string());
+    let config = harness_config(l.config_json)?;
+    set(&mut env, "DET_EXPERIMENT_CONFIG", config.to_string());
     set(&mut env, "DET_STEPS_COMPLETED", l.steps_completed.to_string());
     set(&mut env, "DET_TASK_LOGGING_METADATA", json!({"task_id": l.task_id, "allocation_id": l.allocation_id}).to_string());
     // No wheel to install: the agent's interpreter already has the harness.
@@ -79,7 +90,8 @@ pub fn trial_start_task(l: &TrialLaunch<'_>) -> StartTask {
     if let Some(uuid) = l.latest_checkpoint {
         set(&mut env, "DET_LATEST_CHECKPOINT", uuid.to_owned());
     }
-    StartTask {
+    let trial_info = trial_info(l, config, &env);
+    Ok(StartTask {
         container_id: l.container_id.to_owned(),
         task_id: l.task_id.to_owned(),
         allocation_id: l.allocation_id.to_owned(),
@@ -93,7 +105,34 @@ pub fn trial_start_task(l: &TrialLaunch<'_>) -> StartTask {
         port_env: Vec::new(),
         ready_pattern: None,
         files: Vec::new(),
-    }
+        harness_info: BTreeMap::from([(TRIAL_INFO_FILE.to_owned(), trial_info)]),
+    })
+}
+
+/// The config as the harness must see it. Trials run as host processes, not in containers, so
+/// `shared_fs` storage (upstream: `host_path` mounted into the container) becomes a `directory`
+/// at the host path itself; where that is, is `resolute-storage`'s.
+fn harness_config(stored: &Value) -> Result<Value, TaskEnvError> {
+    let mut config = stored.clone();
+    resolute_storage::rewrite_experiment_config(&mut config)?;
+    Ok(config)
+}
+
+/// `trial.json`: the fields of upstream's `TrialInfo`, with the values `TrialInfo._from_env` would
+/// read from the trial's environment.
+fn trial_info(l: &TrialLaunch<'_>, config: Value, env: &BTreeMap<String, String>) -> Value {
+    let debug = config.get("debug").and_then(Value::as_bool).unwrap_or(false);
+    json!({
+        "trial_id": l.trial_id,
+        "experiment_id": l.experiment_id,
+        "trial_seed": l.trial_seed,
+        "hparams": l.hparams,
+        "config": config,
+        "steps_completed": l.steps_completed,
+        "trial_run_id": l.trial_run_id,
+        "debug": debug,
+        "inter_node_network_interface": env.get("DET_INTER_NODE_NETWORK_INTERFACE"),
+    })
 }
 
 #[cfg(test)]
@@ -105,12 +144,13 @@ mod tests {
     #[test]
     fn trial_environment_follows_the_contract() {
         let yaml = "entrypoint: python3 train.py\nsearcher: {name: single, metric: loss, max_length: 10}\n\
-                    checkpoint_storage: {type: shared_fs, host_path: /tmp}\n\
-                    environment: {environment_variables: [FOO=bar, DET_TRIAL_ID=999, DET_PYTHON_EXECUTABLE=/venv/bin/python3]}\n";
+                    checkpoint_storage: {type: shared_fs, host_path: /tmp, storage_path: runs}\n\
+                    environment: {environment_variables: [FOO=bar, DET_TRIAL_ID=999, DET_PYTHON_EXECUTABLE=/venv/bin/python3, \
+                    DET_INTER_NODE_NETWORK_INTERFACE=eth1]}\n";
         let config = parse_experiment_config(yaml, &Defaults::new(1)).unwrap().config;
         let config_json = config.to_json();
         let hparams = json!({"lr": 0.1, "opt": {"name": "sgd"}});
-        let task = trial_start_task(&TrialLaunch {
+        let launch = TrialLaunch {
             cluster_id: "c",
             master_id: "m",
             experiment_id: 3,
@@ -130,7 +170,8 @@ mod tests {
             slot_ids: vec![0],
             device_type: "cpu",
             model_definition_b64: "AAAA".into(),
-        });
+        };
+        let task = trial_start_task(&launch).unwrap();
         let env = &task.env;
         assert_eq!(env["FOO"], "bar");
         assert_eq!(env["DET_TRIAL_ID"], "7", "our variables win over the user's");
@@ -138,8 +179,74 @@ mod tests {
         assert_eq!(env["DET_LATEST_CHECKPOINT"], "uuid-1");
         assert_eq!(env["DET_STEPS_COMPLETED"], "50");
         assert_eq!(serde_json::from_str::<Value>(&env["DET_HPARAMS"]).unwrap(), hparams);
-        assert_eq!(serde_json::from_str::<Value>(&env["DET_EXPERIMENT_CONFIG"]).unwrap(), config_json);
+        // The harness runs on the host: shared_fs storage is the host directory itself.
+        let harness_config: Value = serde_json::from_str(&env["DET_EXPERIMENT_CONFIG"]).unwrap();
+        let storage = &harness_config["checkpoint_storage"];
+        assert_eq!((storage["type"].as_str(), storage["container_path"].as_str()), (Some("directory"), Some("/tmp/runs")));
+        assert_eq!(storage.get("host_path"), None);
+        let mut rest = harness_config.clone();
+        rest["checkpoint_storage"] = config_json["checkpoint_storage"].clone();
+        assert_eq!(rest, config_json, "only the storage is rewritten");
         assert_eq!(task.python.as_deref(), Some("/venv/bin/python3"));
         assert_eq!(task.entrypoint, TaskEntrypoint::Argv(vec!["python3".into(), "-m".into(), "determined.exec.launch".into()]));
+
+        // trial.json holds exactly what upstream's TrialInfo(**json) takes.
+        assert_eq!(task.harness_info.keys().collect::<Vec<_>>(), ["trial.json"]);
+        assert_eq!(
+            task.harness_info["trial.json"],
+            json!({
+                "trial_id": 7,
+                "experiment_id": 3,
+                "trial_seed": 42,
+                "hparams": hparams,
+                "config": harness_config,
+                "steps_completed": 50,
+                "trial_run_id": 2,
+                "debug": false,
+                "inter_node_network_interface": "eth1",
+            })
+        );
+    }
+
+    #[test]
+    fn trial_info_follows_the_config() {
+        let yaml = "entrypoint: python3 train.py\nsearcher: {name: single, metric: loss, max_length: 10}\n\
+                    checkpoint_storage: {type: directory, container_path: /ckpt}\ndebug: true\n";
+        let config = parse_experiment_config(yaml, &Defaults::new(1)).unwrap().config;
+        let config_json = config.to_json();
+        let hparams = json!({});
+        let launch = |config_json: &Value| {
+            trial_start_task(&TrialLaunch {
+                cluster_id: "c",
+                master_id: "m",
+                experiment_id: 1,
+                trial_id: 1,
+                trial_run_id: 0,
+                trial_seed: -5,
+                hparams: &hparams,
+                config: &config,
+                config_json,
+                task_id: "1.a",
+                allocation_id: "1.a.0",
+                container_id: "ctr",
+                session_token: "tok",
+                user: "u",
+                latest_checkpoint: None,
+                steps_completed: 0,
+                slot_ids: vec![],
+                device_type: "cpu",
+                model_definition_b64: String::new(),
+            })
+        };
+        let task = launch(&config_json).unwrap();
+        let trial = &task.harness_info[TRIAL_INFO_FILE];
+        assert_eq!((trial["debug"].as_bool(), trial["trial_seed"].as_i64()), (Some(true), Some(-5)));
+        assert_eq!(trial["config"], config_json, "directory storage is handed over unchanged");
+        assert_eq!(trial["inter_node_network_interface"], Value::Null);
+
+        let mut outside = config_json.clone();
+        outside["checkpoint_storage"] = json!({"type": "shared_fs", "host_path": "/h", "storage_path": "../x"});
+        let err = launch(&outside).unwrap_err().to_string();
+        assert!(err.contains("must be a subdirectory of host_path"), "{err}");
     }
 }

@@ -103,7 +103,8 @@ impl Orchestrator {
                 slot_ids: placement.slot_ids.clone(),
                 device_type: &placement.device_type,
                 model_definition_b64: model_b64.as_ref().clone(),
-            });
+            })
+            .map_err(|e| LoopError::Other(e.to_string()))?;
             tasks.push((placement.clone(), start));
         }
         tracing::info!(trial = trial_id, allocation = allocation_id, "launching trial");
