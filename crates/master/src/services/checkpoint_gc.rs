@@ -12,18 +12,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use resolute_storage::{CheckpointStore, Deletion, StorageError, validate_uuid};
-use resolute_store::{CHECKPOINT_COMPLETED, CheckpointGcPolicy, NewLogLine, NewTask, Store, StoreError, db_now};
+use resolute_store::{CheckpointGcPolicy, NewLogLine, NewTask, Store, StoreError, db_now};
 use serde_json::Value;
 use thiserror::Error;
 
 use super::Principal;
 use super::checkpoint_storage::{experiment_store, storage_api_error};
 use super::experiments::searcher_metric;
+use crate::domain::{CheckpointState, TaskType};
 use crate::error::{ApiError, ApiResult};
-
-pub const CHECKPOINT_DELETED: &str = "STATE_DELETED";
-const CHECKPOINT_PARTIALLY_DELETED: &str = "STATE_PARTIALLY_DELETED";
-pub const CHECKPOINT_GC_TASK_TYPE: &str = "TASK_TYPE_CHECKPOINT_GC";
 
 /// Upstream's defaults: no experiment-wide best, the best and the latest of each trial.
 const DEFAULT_POLICY: CheckpointGcPolicy =
@@ -106,7 +103,7 @@ pub async fn delete_checkpoints_in(store: &dyn Store, files: &dyn CheckpointStor
         if files.delete(uuid).await? == Deletion::AlreadyMissing {
             report.already_missing.push(uuid.clone());
         }
-        store.set_checkpoint_resources(uuid, &BTreeMap::new(), CHECKPOINT_DELETED).await?;
+        store.set_checkpoint_resources(uuid, &BTreeMap::new(), CheckpointState::Deleted.as_str()).await?;
         report.deleted.push(uuid.clone());
     }
     Ok(report)
@@ -217,7 +214,7 @@ async fn collect_as_task(store: Arc<dyn Store>, experiment_id: i32, request: GcR
     let task_id = uuid::Uuid::new_v4().to_string();
     let task = NewTask {
         task_id: task_id.clone(),
-        task_type: CHECKPOINT_GC_TASK_TYPE.to_owned(),
+        task_type: TaskType::CheckpointGc.as_str().to_owned(),
         start_time: db_now(),
         job_id: None,
         owner_id: None,
@@ -290,10 +287,11 @@ pub async fn delete_checkpoints(store: &dyn Store, caller: &Principal, uuids: &[
         let Some(experiment_id) = checkpoint.experiment_id else {
             return Err(ApiError::invalid(format!("checkpoint {uuid} belongs to no experiment; only trial checkpoints can be deleted")));
         };
-        match checkpoint.state.as_str() {
-            CHECKPOINT_DELETED => continue,
-            CHECKPOINT_COMPLETED | CHECKPOINT_PARTIALLY_DELETED | "STATE_ERROR" => {}
-            other => {
+        match CheckpointState::parse(&checkpoint.state) {
+            Some(CheckpointState::Deleted) => continue,
+            Some(CheckpointState::Completed | CheckpointState::PartiallyDeleted | CheckpointState::Error) => {}
+            _ => {
+                let other = &checkpoint.state;
                 return Err(ApiError::new(
                     resolute_api::error::ErrorCode::FailedPrecondition,
                     format!("checkpoint {uuid} is {other}: only completed, partially deleted or errored checkpoints can be deleted"),

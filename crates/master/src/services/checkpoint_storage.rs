@@ -8,6 +8,7 @@ use resolute_storage::{CheckpointStore, StorageConfig, StorageError};
 use resolute_store::Store;
 use serde_json::Value;
 
+use crate::domain::CheckpointState;
 use crate::error::{ApiError, ApiResult};
 
 /// The store of an experiment's checkpoints, from its stored config.
@@ -32,10 +33,11 @@ pub fn storage_api_error(e: StorageError) -> ApiError {
 /// files, 400 for a checkpoint still being written or that failed, 501 for cloud storage.
 pub async fn locate_checkpoint(store: &dyn Store, uuid: &str) -> ApiResult<PathBuf> {
     let checkpoint = store.checkpoint_by_uuid(uuid).await?;
-    match checkpoint.state.as_str() {
-        "STATE_COMPLETED" | "STATE_PARTIALLY_DELETED" => {}
-        "STATE_DELETED" => return Err(ApiError::not_found(format!("checkpoint {uuid} was deleted; its files are gone"))),
-        other => {
+    match CheckpointState::parse(&checkpoint.state) {
+        Some(CheckpointState::Completed | CheckpointState::PartiallyDeleted) => {}
+        Some(CheckpointState::Deleted) => return Err(ApiError::not_found(format!("checkpoint {uuid} was deleted; its files are gone"))),
+        _ => {
+            let other = &checkpoint.state;
             return Err(ApiError::new(
                 ErrorCode::FailedPrecondition,
                 format!("checkpoint {uuid} is {other}; only COMPLETED or PARTIALLY_DELETED checkpoints can be downloaded"),

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use flate2::read::GzDecoder;
-use resolute_master::services::checkpoint_gc::{CHECKPOINT_GC_TASK_TYPE, CheckpointGc, collect_experiment_checkpoints};
+use resolute_master::domain::TaskType;
+use resolute_master::services::checkpoint_gc::{CheckpointGc, collect_experiment_checkpoints};
 use resolute_store::{TaskFilter, TaskWithAllocations};
 use serde_json::json;
 
@@ -160,7 +161,7 @@ pub async fn gc_keeps_best_and_latest_and_is_idempotent(m: &TestMaster) {
 
 /// The ended checkpoint GC tasks, once `want` of them have ended (polled with a deadline).
 async fn ended_gc_tasks(m: &TestMaster, want: usize) -> Vec<TaskWithAllocations> {
-    let filter = TaskFilter { task_type: Some(CHECKPOINT_GC_TASK_TYPE.to_owned()), open_only: false };
+    let filter = TaskFilter { task_type: Some(TaskType::CheckpointGc.as_str().to_owned()), open_only: false };
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let tasks = m.store.list_tasks(&filter).await.unwrap();
