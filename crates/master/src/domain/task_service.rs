@@ -28,6 +28,19 @@ pub struct ServiceSpec {
     pub unauthenticated: bool,
 }
 
+impl ServiceSpec {
+    /// A web service (notebooks, TensorBoards) on the agent-chosen port, behind the session-checked
+    /// proxy, ready once its output matches `ready_pattern`.
+    pub fn http(ready_pattern: &str) -> ServiceSpec {
+        ServiceSpec {
+            port_env: Some(SERVICE_PORT_ENV.to_owned()),
+            ready_pattern: Some(ready_pattern.to_owned()),
+            proxy: Some("http".to_owned()),
+            unauthenticated: false,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LaunchFile {

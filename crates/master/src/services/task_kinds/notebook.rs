@@ -17,13 +17,7 @@ pub fn prepare(task_id: &str, mut config: Value, mut extra: Value) -> KindLaunch
          --ServerApp.allow_origin='*' --ServerApp.disable_check_xsrf=True --ServerApp.root_dir=\"$PWD\""
     );
     default_key(&mut config, "entrypoint", Value::String(entrypoint));
-    let service = ServiceSpec {
-        port_env: Some(SERVICE_PORT_ENV.to_owned()),
-        ready_pattern: Some(READY_PATTERN.to_owned()),
-        proxy: Some("http".to_owned()),
-        unauthenticated: false,
-    };
-    extra["service"] = json!(service);
+    extra["service"] = json!(ServiceSpec::http(READY_PATTERN));
     KindLaunch { config, extra }
 }
 

@@ -10,7 +10,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Value, json};
 
 use super::{KindLaunch, default_key};
-use crate::domain::task_service::{LaunchFile, SERVICE_PORT_ENV, ServiceSpec};
+use crate::domain::task_service::{LaunchFile, ServiceSpec};
 
 /// TensorBoard's line once it listens ("TensorBoard 2.21.0 at http://…/ (Press CTRL+C to quit)").
 pub const READY_PATTERN: &str = r"TensorBoard \S+ at http://";
@@ -29,13 +29,7 @@ pub fn prepare(task_id: &str, mut config: Value, mut extra: Value) -> KindLaunch
         LaunchFile { path: SOURCES_PATH.to_owned(), content_b64: BASE64.encode(sources.to_string()), mode: 0o644 },
     ];
     extra["files"] = json!(files);
-    let service = ServiceSpec {
-        port_env: Some(SERVICE_PORT_ENV.to_owned()),
-        ready_pattern: Some(READY_PATTERN.to_owned()),
-        proxy: Some("http".to_owned()),
-        unauthenticated: false,
-    };
-    extra["service"] = json!(service);
+    extra["service"] = json!(ServiceSpec::http(READY_PATTERN));
     KindLaunch { config, extra }
 }
 
