@@ -36,7 +36,7 @@ pub fn prepare(task_id: &str, mut config: Value, mut extra: Value) -> KindLaunch
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::task_service::from_extra;
+    use crate::domain::task_service::{SERVICE_PORT_ENV, from_extra};
 
     #[test]
     fn a_tensorboard_runs_the_launcher_over_its_sources_under_its_proxy_path() {
