@@ -117,6 +117,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/trials/{id}/logs/fields", get(logs::trial_logs_fields))
         .route("/api/v1/trials/{id}/workloads", get(workloads::list))
         .route("/api/v1/tasks", get(tasks::list))
+        .route("/tasks", get(tasks::legacy_list))
         .route("/api/v1/workspaces", get(workspaces::list))
         .route("/api/v1/templates", get(templates::list))
         .route(

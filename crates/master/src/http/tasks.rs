@@ -29,6 +29,16 @@ pub async fn list(State(state): State<AppState>, _caller: Principal) -> ApiResul
     Ok(Json(GetTasksResponse { allocation_id_to_summary }))
 }
 
+/// The legacy `GET /tasks` (upstream's echo route, before `/api/v1/tasks`): the same summaries,
+/// as a bare map from allocation id to summary.
+pub async fn legacy_list(
+    State(state): State<AppState>,
+    caller: Principal,
+) -> ApiResult<Json<std::collections::BTreeMap<String, AllocationSummary>>> {
+    let Json(GetTasksResponse { allocation_id_to_summary }) = list(State(state), caller).await?;
+    Ok(Json(allocation_id_to_summary.into_iter().collect()))
+}
+
 #[utoipa::path(get, path = "/api/v1/tasks/{taskId}", tag = "Tasks", params(("taskId" = String, Path)),
     responses((status = 200, body = GetTaskResponse), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
 pub async fn get(State(state): State<AppState>, _caller: Principal, Path(task_id): Path<String>) -> ApiResult<Json<GetTaskResponse>> {

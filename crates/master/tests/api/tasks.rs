@@ -62,6 +62,10 @@ pub async fn tasks_list_get_and_count(m: &TestMaster) {
     assert_eq!((&s["schedulerType"], &s["resources"]), (&json!("priority"), &json!([])));
     assert!(s["registeredTime"].as_str().unwrap().ends_with('Z'));
     assert_eq!(summaries[&command]["name"], "Command (cmd-1)");
+    // The legacy route answers the same summaries as a bare map.
+    let legacy = m.get("/tasks", Some(&admin)).await;
+    assert_eq!(legacy.status, 200, "{}", legacy.text);
+    assert_eq!(&legacy.body, &r.body["allocationIdToSummary"]);
 
     let t = m.get(&format!("/api/v1/tasks/{}", trial.task_id), Some(&admin)).await;
     assert_eq!(t.status, 200, "{}", t.text);
