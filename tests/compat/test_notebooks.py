@@ -19,8 +19,8 @@ def token(master: Master, user: str, password: str = "") -> str:
     return r.json()["token"]
 
 
-def start_upstream(det: DetCli) -> str:
-    out = det.ok("notebook", "start", "--no-browser", timeout=180)
+def start_upstream(det: DetCli, *args: str) -> str:
+    out = det.ok("notebook", "start", "--no-browser", *args, timeout=180)
     assert "is ready" in out, out
     return re.search(r"Launched notebook \(id: ([0-9a-f-]+)", out).group(1)
 
@@ -121,3 +121,23 @@ def test_an_idle_notebook_is_killed_and_one_with_a_kernel_is_not(det: DetCli, ma
         assert busy in det.ok("notebook", "list"), "a notebook with an open kernel is in use"
     finally:
         det.ok("notebook", "kill", busy)
+
+
+def test_seed_001_notebook_config_starts_and_says_what_it_ignores(det: DetCli, agent: Agent, tmp_path) -> None:
+    """Seed 001's Notebook-config.yaml, as written: a CPU-only notebook with a bind mount and an
+    idle timeout."""
+    det.login("determined")
+    config = tmp_path / "Notebook-config.yaml"
+    config.write_text(
+        "description: My-notebook\n"
+        "resources:\n  slots: 0  # Launch a Notebook that does not use any GPU\n"
+        "bind_mounts:\n  - host_path: /tmp\n    container_path: /determined_shared_fs\n"
+        "idle_timeout: 30m\n"
+    )
+    nb = start_upstream(det, "--config-file", str(config))
+    try:
+        assert "My-notebook" in det.ok("notebook", "list")
+        logs = det.ok("notebook", "logs", nb)
+        assert "WARNING: bind_mounts ignored" in logs, logs
+    finally:
+        det.ok("notebook", "kill", nb)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use resolute_api::agent_protocol::AgentUnixUser;
 use resolute_expconf::{TaskConfig, merge_under, parse_task_config};
-use resolute_store::{AllocationRecord, CommandTaskFilter, CommandTaskRecord, NewCommandTask, Store, StoreError, db_now};
+use resolute_store::{AllocationRecord, CommandTaskFilter, CommandTaskRecord, NewCommandTask, NewLogLine, Store, StoreError, db_now};
 use serde_json::{Value, json};
 
 use super::Principal;
@@ -19,6 +19,19 @@ use crate::domain::{AllocationState, TaskType};
 use crate::error::{ApiError, ApiResult};
 
 /// A launch after parsing.
+/// Task config settings only a container runtime could honour (JSON pointers).
+const CONTAINER_ONLY_KEYS: &[&str] = &[
+    "/bind_mounts",
+    "/environment/image",
+    "/environment/force_pull_image",
+    "/environment/registry_auth",
+    "/environment/pod_spec",
+    "/environment/add_capabilities",
+    "/environment/drop_capabilities",
+    "/resources/devices",
+    "/resources/shm_size",
+];
+
 #[derive(Clone, Debug)]
 pub struct LaunchTask {
     pub kind: TaskType,
@@ -115,6 +128,7 @@ impl CommandService {
             })
             .await?;
         tracing::info!(task = %task_id, kind = %req.kind, by = %caller.user.username, "task launched");
+        self.warn_ignored_keys(&task_id, &parsed.json).await?;
         self.cluster.notify(ClusterEvent::TaskCreated { task_id: task_id.clone() });
         self.view(record, &parsed).await
     }
@@ -181,6 +195,34 @@ impl CommandService {
         check_owner(caller, &record, "change the priority of")?;
         self.store.set_command_task_priority(task_id, priority).await?;
         self.get(kind, task_id).await
+    }
+
+    /// Container-only settings (an image, bind mounts, …) have nothing to act on for a process on
+    /// the agent's host: the task's log says so first, where its owner reads it (upstream's
+    /// launch warnings are an enum with no room for the text).
+    async fn warn_ignored_keys(&self, task_id: &str, config: &Value) -> ApiResult<()> {
+        let ignored: Vec<&str> =
+            CONTAINER_ONLY_KEYS.iter().copied().filter(|path| config.pointer(path).is_some_and(|v| !v.is_null())).collect();
+        if ignored.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<String> = ignored.iter().map(|p| p.trim_start_matches('/').replace('/', ".")).collect();
+        let line = NewLogLine {
+            task_id: task_id.to_owned(),
+            allocation_id: None,
+            agent_id: None,
+            container_id: None,
+            rank_id: None,
+            timestamp: db_now(),
+            level: Some("LOG_LEVEL_WARNING".to_owned()),
+            log: format!(
+                "WARNING: {} ignored: tasks run as processes on the agent's host, not in containers (host paths are visible as they are)\n",
+                names.join(", ")
+            ),
+            source: Some("master".to_owned()),
+            stdtype: Some("stdout".to_owned()),
+        };
+        Ok(self.store.insert_logs(&[line]).await?)
     }
 
     pub(super) async fn record(&self, kind: TaskType, task_id: &str) -> ApiResult<CommandTaskRecord> {
