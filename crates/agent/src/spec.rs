@@ -91,32 +91,8 @@ pub enum Entrypoint {
     Shell(String),
 }
 
-/// Upstream task types (`DET_TASK_TYPE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum TaskType {
-    Trial,
-    Notebook,
-    Shell,
-    Command,
-    Tensorboard,
-    CheckpointGc,
-    Generic,
-}
-
-impl TaskType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskType::Trial => "TRIAL",
-            TaskType::Notebook => "NOTEBOOK",
-            TaskType::Shell => "SHELL",
-            TaskType::Command => "COMMAND",
-            TaskType::Tensorboard => "TENSORBOARD",
-            TaskType::CheckpointGc => "CHECKPOINT_GC",
-            TaskType::Generic => "GENERIC",
-        }
-    }
-}
+/// Upstream task types (`DET_TASK_TYPE`), as the master names them.
+pub use resolute_api::task_type::TaskType;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
@@ -219,7 +195,7 @@ pub(crate) fn environment(spec: &TaskSpec, ctx: &LaunchContext<'_>) -> Result<BT
     for (name, value) in [
         ("DET_TASK_ID", spec.task_id.as_str()),
         ("DET_ALLOCATION_ID", spec.allocation_id.as_str()),
-        ("DET_TASK_TYPE", spec.task_type.as_str()),
+        ("DET_TASK_TYPE", spec.task_type.env_name()),
         ("DET_RESOURCES_ID", ctx.container_id),
         ("DET_PYTHON_EXECUTABLE", python.as_str()),
         // CUDA numbers GPUs fastest-first by default; nvidia-smi indexes (our slot ids) follow the bus.

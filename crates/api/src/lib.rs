@@ -20,6 +20,7 @@ pub mod pagination;
 pub mod preview;
 pub mod runtime;
 pub mod searcher_state;
+pub mod task_type;
 pub mod tasks;
 pub mod templates;
 pub mod trials;

@@ -9,8 +9,7 @@ pub mod search_config;
 mod states;
 pub mod task_container_defaults;
 pub mod task_service;
-mod task_type;
 
 pub use experiment_state::{ExperimentAction, ExperimentState};
+pub use resolute_api::task_type::TaskType;
 pub use states::{AllocationState, CheckpointState, TrialState};
-pub use task_type::TaskType;

@@ -1,9 +1,13 @@
-//! The kinds of task the master runs. The loop keys allocations by id and asks the kind what a
-//! start and an exit mean; these are the names the store, the API and `DET_TASK_TYPE` use.
+//! The kinds of task the master runs and the agent starts, with both spellings: the store's and
+//! the REST API's (`TASK_TYPE_TRIAL`, [`TaskType::as_str`]) and `DET_TASK_TYPE`'s, which is also
+//! the agent protocol's and this type's serde form (`TRIAL`, [`TaskType::env_name`]).
 
 use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TaskType {
     Trial,
     Notebook,
@@ -78,5 +82,8 @@ mod tests {
         }
         assert_eq!(TaskType::CheckpointGc.env_name(), "CHECKPOINT_GC");
         assert_eq!(TaskType::Trial.env_name(), "TRIAL");
+        for t in TaskType::ALL {
+            assert_eq!(serde_json::to_value(t).unwrap(), t.env_name(), "serde speaks the DET_TASK_TYPE spelling");
+        }
     }
 }
