@@ -136,7 +136,7 @@ pub struct Experiment {
     pub project_owner_id: i32,
     /// Bytes of completed checkpoints, as an int64 string.
     #[serde(default, with = "crate::int64")]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = Int64)]
     pub checkpoint_size: i64,
     #[serde(default)]
     pub checkpoint_count: i32,

@@ -21,7 +21,7 @@ pub struct File {
     pub content: String,
     /// Seconds since the epoch, as an int64 string.
     #[serde(with = "crate::int64", default)]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = Int64)]
     pub mtime: i64,
     /// `st_mode` (permission bits and file type bits).
     #[serde(default)]

@@ -40,6 +40,24 @@ impl Visitor<'_> for Int64Visitor {
     }
 }
 
+/// `#[serde(default, with = "crate::int64::option")]` for an `Option<i64>`: `null` or absent is `None`.
+pub mod option {
+    use serde::de::Deserializer;
+    use serde::ser::Serializer;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    struct Wrapped(#[serde(with = "super")] i64);
+
+    pub fn serialize<S: Serializer>(value: &Option<i64>, serializer: S) -> Result<S::Ok, S::Error> {
+        value.map(Wrapped).serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+        Ok(Option::<Wrapped>::deserialize(deserializer)?.map(|Wrapped(v)| v))
+    }
+}
+
 /// A map whose int64 values travel as strings (checkpoint `resources`).
 pub mod map {
     use std::collections::BTreeMap;
@@ -77,6 +95,21 @@ mod tests {
         n: i64,
         #[serde(with = "crate::int64::map")]
         m: BTreeMap<String, i64>,
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct O {
+        #[serde(default, with = "crate::int64::option")]
+        n: Option<i64>,
+    }
+
+    #[test]
+    fn optional_int64_writes_a_string_and_reads_both_or_null() {
+        assert_eq!(serde_json::to_string(&O { n: Some(7) }).unwrap(), r#"{"n":"7"}"#);
+        assert_eq!(serde_json::from_str::<O>(r#"{"n":7}"#).unwrap(), O { n: Some(7) });
+        assert_eq!(serde_json::from_str::<O>(r#"{"n":"7"}"#).unwrap(), O { n: Some(7) });
+        assert_eq!(serde_json::from_str::<O>(r#"{"n":null}"#).unwrap(), O { n: None });
+        assert_eq!(serde_json::from_str::<O>("{}").unwrap(), O { n: None });
     }
 
     #[test]

@@ -84,7 +84,8 @@ pub struct TrialMetrics {
     #[serde(alias = "trial_run_id")]
     pub trial_run_id: i32,
     /// Absent in profiler reports.
-    #[serde(default, alias = "steps_completed")]
+    #[serde(default, alias = "steps_completed", with = "crate::int64::option")]
+    #[schema(value_type = Option<String>, format = Int64)]
     pub steps_completed: Option<i64>,
     #[serde(default, alias = "report_time")]
     pub report_time: Option<DateTime<Utc>>,
@@ -183,6 +184,8 @@ pub struct PatchCheckpointsRequest {
 pub struct AllocationPreemptionSignalQuery {
     /// Long-poll for at most this many seconds (capped at 60); 0 answers at once.
     #[serde(default, alias = "timeout_seconds")]
+    #[param(value_type = Option<String>, format = Int64)]
+    #[schema(value_type = Option<String>, format = Int64)]
     pub timeout_seconds: Option<i64>,
 }
 

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::pagination::Pagination;
+use crate::wire_enum::wire_enum;
 
 /// A user account. Inputs accept the proto field names (snake_case) too.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -101,40 +102,40 @@ pub struct PatchUser {
     pub agent_user_group: Option<serde_json::Value>,
 }
 
-/// Sort keys of `GET /api/v1/users` (`sortBy`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub enum UserSortBy {
-    #[default]
-    #[serde(rename = "SORT_BY_UNSPECIFIED")]
-    Unspecified,
-    #[serde(rename = "SORT_BY_DISPLAY_NAME")]
-    DisplayName,
-    #[serde(rename = "SORT_BY_USER_NAME")]
-    UserName,
-    #[serde(rename = "SORT_BY_ADMIN")]
-    Admin,
-    #[serde(rename = "SORT_BY_ACTIVE")]
-    Active,
-    #[serde(rename = "SORT_BY_MODIFIED_TIME")]
-    ModifiedTime,
-    #[serde(rename = "SORT_BY_NAME")]
-    Name,
-    #[serde(rename = "SORT_BY_LAST_AUTH_TIME")]
-    LastAuthTime,
-    #[serde(rename = "SORT_BY_REMOTE")]
-    Remote,
+wire_enum! {
+    /// Sort keys of `GET /api/v1/users` (`sortBy`).
+    pub enum UserSortBy {
+        Unspecified = "SORT_BY_UNSPECIFIED",
+        DisplayName = "SORT_BY_DISPLAY_NAME",
+        UserName = "SORT_BY_USER_NAME",
+        Admin = "SORT_BY_ADMIN",
+        Active = "SORT_BY_ACTIVE",
+        ModifiedTime = "SORT_BY_MODIFIED_TIME",
+        Name = "SORT_BY_NAME",
+        LastAuthTime = "SORT_BY_LAST_AUTH_TIME",
+        Remote = "SORT_BY_REMOTE",
+    }
 }
 
-/// `orderBy` of list calls.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub enum OrderBy {
-    #[default]
-    #[serde(rename = "ORDER_BY_UNSPECIFIED")]
-    Unspecified,
-    #[serde(rename = "ORDER_BY_ASC")]
-    Asc,
-    #[serde(rename = "ORDER_BY_DESC")]
-    Desc,
+impl Default for UserSortBy {
+    fn default() -> Self {
+        UserSortBy::Unspecified
+    }
+}
+
+wire_enum! {
+    /// `orderBy` of list calls.
+    pub enum OrderBy {
+        Unspecified = "ORDER_BY_UNSPECIFIED",
+        Asc = "ORDER_BY_ASC",
+        Desc = "ORDER_BY_DESC",
+    }
+}
+
+impl Default for OrderBy {
+    fn default() -> Self {
+        OrderBy::Unspecified
+    }
 }
 
 /// Query parameters of `GET /api/v1/users`.

@@ -3,8 +3,11 @@
 //! names cannot drift from what the master stores or compares.
 
 /// Declares a wire enum: `wire_enum! { /// doc\n pub enum State { Active = "STATE_ACTIVE", } }`.
+/// The names are `tt`, not `literal`: a `literal` fragment reaches derive macros wrapped in an
+/// invisible group, which utoipa's `#[serde(rename)]` reader skips, so the OpenAPI document
+/// published the variant names (`Active`) instead of the wire's (`STATE_ACTIVE`).
 macro_rules! wire_enum {
-    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $wire:literal,)+ }) => {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $wire:tt,)+ }) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
         pub enum $name {

@@ -9,6 +9,7 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::response::Response;
 use resolute_api::agent_protocol::{AgentConnectQuery, AgentToMaster, MasterToAgent};
+use resolute_api::error::ErrorBody;
 use resolute_api::pagination::Pagination;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -92,8 +93,9 @@ async fn handle_agent_message(state: &AppState, logs: &AgentLogWriter, conn_id: 
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct AgentsQuery {
     #[serde(default)]
     offset: i32,
@@ -106,6 +108,9 @@ pub struct AgentsQuery {
 }
 
 /// `GET /api/v1/agents`.
+#[utoipa::path(get, path = "/api/v1/agents", tag = "Cluster", params(AgentsQuery),
+    responses((status = 200, description = "`v1GetAgentsResponse`: `{agents: [v1Agent], pagination}`", body = Object)),
+    security(("bearer" = [])))]
 pub async fn list(State(state): State<AppState>, _caller: Principal, QueryParams(q): QueryParams<AgentsQuery>) -> ApiResult<Json<Value>> {
     let view = state.cluster.view();
     let all: Vec<&AgentView> = view.agents.values().collect();
@@ -118,6 +123,9 @@ pub async fn list(State(state): State<AppState>, _caller: Principal, QueryParams
 }
 
 /// `GET /api/v1/agents/{agentId}`.
+#[utoipa::path(get, path = "/api/v1/agents/{id}", tag = "Cluster", params(("id" = String, Path, description = "the agent id")),
+    responses((status = 200, description = "`v1GetAgentResponse`: `{agent: v1Agent}`", body = Object), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
 pub async fn get(State(state): State<AppState>, _caller: Principal, Path(agent_id): Path<String>) -> ApiResult<Json<Value>> {
     let view = state.cluster.view();
     let agent = view.agents.get(&agent_id).ok_or_else(|| ApiError::not_found(format!("agent not found: {agent_id}")))?;
@@ -125,6 +133,9 @@ pub async fn get(State(state): State<AppState>, _caller: Principal, Path(agent_i
 }
 
 /// `GET /api/v1/agents/{agentId}/slots`.
+#[utoipa::path(get, path = "/api/v1/agents/{id}/slots", tag = "Cluster", params(("id" = String, Path, description = "the agent id")),
+    responses((status = 200, description = "`v1GetSlotsResponse`: `{slots: [v1Slot]}`", body = Object), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
 pub async fn slots(State(state): State<AppState>, _caller: Principal, Path(agent_id): Path<String>) -> ApiResult<Json<Value>> {
     let view = state.cluster.view();
     let agent = view.agents.get(&agent_id).ok_or_else(|| ApiError::not_found(format!("agent not found: {agent_id}")))?;

@@ -77,6 +77,10 @@ pub async fn checkpoints(
 
 /// `GET /api/v1/trials/{trialId}/checkpoints` (the SDK's `Trial.list_checkpoints`): same query and
 /// response shape as the experiment's.
+#[utoipa::path(get, path = "/api/v1/trials/{trialId}/checkpoints", tag = "Trials",
+    params(("trialId" = i32, Path), GetExperimentCheckpointsQuery),
+    responses((status = 200, body = GetExperimentCheckpointsResponse), (status = 404, body = ErrorBody), (status = 501, description = "sorting by another metric", body = ErrorBody)),
+    security(("bearer" = [])))]
 pub async fn trial_checkpoints(
     State(state): State<AppState>,
     _caller: Principal,

@@ -1,7 +1,9 @@
 //! The OpenAPI document, generated from the handler annotations.
 
 use axum::Json;
+use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
 #[derive(OpenApi)]
@@ -99,10 +101,78 @@ use utoipa::{Modify, OpenApi};
         super::generic_tasks::unpause,
         super::checkpoint_download::download,
         super::checkpoint_download::delete,
+        super::experiment_items::trial_checkpoints,
+        super::trial_metrics::trial_metrics,
+        super::trial_metrics::training_metrics,
+        super::trial_metrics::validation_metrics,
+        super::agents::list,
+        super::agents::get,
+        super::agents::slots,
+        super::runtime_trials::report_training_metrics,
+        super::runtime_trials::report_validation_metrics,
+        super::tasks::legacy_list,
+        document,
+        swagger_document,
     ),
-    modifiers(&BearerAuth)
+    components(schemas(
+        // Enums that only query parameters name: IntoParams refers to them without adding them.
+        resolute_api::users::UserSortBy,
+        resolute_api::users::OrderBy,
+        resolute_api::experiments::ExperimentSortBy,
+        resolute_api::checkpoints::CheckpointSortBy,
+        resolute_api::commands::NtscSortBy,
+        resolute_api::templates::TemplateSortBy,
+        resolute_api::trials::TrialSortBy,
+        resolute_api::workloads::WorkloadFilter,
+        resolute_api::workloads::MetricType,
+        resolute_api::workspaces::WorkspaceSortBy,
+        resolute_api::logs::LogLevel,
+        resolute_api::experiments::ExperimentState,
+        resolute_api::tasks::TaskType,
+        resolute_api::error::ErrorBody,
+    )),
+    modifiers(&BearerAuth, &ErrorEnvelope)
 )]
 pub struct ApiDoc;
+
+/// The routes that are no REST call and so have no path in the document (each with why).
+/// `openapi_tests.rs` fails for any other route the router serves without a document path.
+pub const UNLISTED: &[(&str, &str)] = &[
+    ("/agents", "the agents' websocket (api::agent_protocol), not a REST call"),
+    ("/proxy/{service}", "redirect to the task service's proxied root"),
+    ("/proxy/{service}/", "a task service's own HTTP and websocket traffic, any method"),
+    ("/proxy/{service}/{*rest}", "a task service's own HTTP and websocket traffic, any method"),
+];
+
+/// Every operation can fail with the error envelope (a malformed body or query, a missing token,
+/// an unknown id, an oversized body, an internal error): each gets grpc-gateway's `default`
+/// response with `ErrorBody`, as upstream's document has, beside the statuses it names.
+struct ErrorEnvelope;
+
+impl Modify for ErrorEnvelope {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let envelope: RefOr<Response> = ResponseBuilder::new()
+            .description("An error: `{\"error\": {\"code\", \"reason\", \"error\"}}` with the gRPC code grpc-gateway maps to the status.")
+            .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
+            .build()
+            .into();
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.options,
+                &mut item.head,
+                &mut item.patch,
+                &mut item.trace,
+            ];
+            for operation in operations.into_iter().flatten() {
+                operation.responses.responses.entry("default".to_owned()).or_insert_with(|| envelope.clone());
+            }
+        }
+    }
+}
 
 struct BearerAuth;
 
@@ -113,6 +183,13 @@ impl Modify for BearerAuth {
     }
 }
 
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "Internal", responses((status = 200, description = "this document (OpenAPI 3.1)", body = Object)))]
 pub async fn document() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}
+
+/// The same document under upstream's name for it.
+#[utoipa::path(get, path = "/api/v1/api.swagger.json", tag = "Internal", responses((status = 200, description = "this document (OpenAPI 3.1)", body = Object)))]
+pub async fn swagger_document() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }

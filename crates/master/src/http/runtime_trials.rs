@@ -46,6 +46,10 @@ pub async fn report_metrics(
 }
 
 /// Legacy `…/training_metrics`: the body is the report itself.
+#[utoipa::path(post, path = "/api/v1/trials/{trialId}/training_metrics", tag = "Internal", params(("trialId" = i32, Path)),
+    request_body = TrialMetrics,
+    responses((status = 200, body = Empty), (status = 400, description = "invalid or stale report", body = ErrorBody), (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
 pub async fn report_training_metrics(
     State(state): State<AppState>,
     caller: MetricsCaller,
@@ -56,7 +60,11 @@ pub async fn report_training_metrics(
     Ok(Json(Empty {}))
 }
 
-/// Legacy `…/validation_metrics`.
+/// Legacy `…/validation_metrics`: the body is the report itself.
+#[utoipa::path(post, path = "/api/v1/trials/{trialId}/validation_metrics", tag = "Internal", params(("trialId" = i32, Path)),
+    request_body = TrialMetrics,
+    responses((status = 200, body = Empty), (status = 400, description = "invalid or stale report", body = ErrorBody), (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
 pub async fn report_validation_metrics(
     State(state): State<AppState>,
     caller: MetricsCaller,

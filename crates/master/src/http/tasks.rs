@@ -31,6 +31,8 @@ pub async fn list(State(state): State<AppState>, _caller: Principal) -> ApiResul
 
 /// The legacy `GET /tasks` (upstream's echo route, before `/api/v1/tasks`): the same summaries,
 /// as a bare map from allocation id to summary.
+#[utoipa::path(get, path = "/tasks", tag = "Tasks",
+    responses((status = 200, description = "allocation id → summary", body = std::collections::BTreeMap<String, AllocationSummary>)), security(("bearer" = [])))]
 pub async fn legacy_list(
     State(state): State<AppState>,
     caller: Principal,

@@ -3,6 +3,7 @@
 
 use axum::extract::State;
 use axum::response::Response;
+use resolute_api::error::ErrorBody;
 use resolute_store::{MetricRecord, TRAINING_GROUP, VALIDATION_GROUP};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -14,18 +15,34 @@ use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
 use crate::state::AppState;
 
+/// One line of these streams, as the document describes it (the handler builds it with `report`).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct StreamedMetrics {
+    /// `{"metrics": [v1MetricsReport]}`.
+    #[schema(value_type = Object)]
+    result: Value,
+}
+
 /// Reports per streamed line, as upstream batches them.
 const BATCH: usize = 1000;
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct MetricsQuery {
+    /// The trials whose reports to stream (repeat the key for several).
     #[serde(default)]
     trial_ids: Vec<i32>,
+    /// The metric group (`training`, `validation` or a custom one); only `trial_metrics` reads it.
     #[serde(default)]
     group: Option<String>,
 }
 
+#[utoipa::path(get, path = "/api/v1/trials/metrics/trial_metrics", tag = "Trials", params(MetricsQuery),
+    responses((status = 200, description = "newline-delimited `{\"result\": {\"metrics\": [v1MetricsReport]}}`, one line per 1000 reports", body = StreamedMetrics),
+        (status = 400, description = "no trial ids", body = ErrorBody), (status = 404, description = "unknown trial", body = ErrorBody)),
+    security(("bearer" = [])))]
 pub async fn trial_metrics(
     State(state): State<AppState>,
     _caller: Principal,
@@ -36,6 +53,10 @@ pub async fn trial_metrics(
     stream(state, q.trial_ids, group).await
 }
 
+#[utoipa::path(get, path = "/api/v1/trials/metrics/training_metrics", tag = "Trials", params(MetricsQuery),
+    responses((status = 200, description = "newline-delimited `{\"result\": {\"metrics\": [v1MetricsReport]}}`, one line per 1000 reports", body = StreamedMetrics),
+        (status = 400, description = "no trial ids", body = ErrorBody), (status = 404, description = "unknown trial", body = ErrorBody)),
+    security(("bearer" = [])))]
 pub async fn training_metrics(
     State(state): State<AppState>,
     _caller: Principal,
@@ -44,6 +65,10 @@ pub async fn training_metrics(
     stream(state, q.trial_ids, TRAINING_GROUP.to_owned()).await
 }
 
+#[utoipa::path(get, path = "/api/v1/trials/metrics/validation_metrics", tag = "Trials", params(MetricsQuery),
+    responses((status = 200, description = "newline-delimited `{\"result\": {\"metrics\": [v1MetricsReport]}}`, one line per 1000 reports", body = StreamedMetrics),
+        (status = 400, description = "no trial ids", body = ErrorBody), (status = 404, description = "unknown trial", body = ErrorBody)),
+    security(("bearer" = [])))]
 pub async fn validation_metrics(
     State(state): State<AppState>,
     _caller: Principal,
