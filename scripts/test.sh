@@ -6,6 +6,7 @@
 #   3. tests/compat with RESOLUTE_COMPAT_DB=sqlite, then =postgres
 #                                              (the upstream Determined 0.38.1 CLI/SDK against
 #                                               target/debug/det master run)
+#   4. scripts/schemathesis.sh                 (schemathesis over the OpenAPI document, SQLite)
 # then prints each runner's summary and exits non-zero if any step failed.
 #
 # Needs: cargo, python3 (3.8+, with venv), PostgreSQL 15 server binaries, psql, curl, jq; for the
@@ -100,6 +101,20 @@ for db in "${dbs[@]}"; do
   last=$(grep -E '^=+ .* in [0-9.]+s' "$logs/compat-$db.log" | tail -n 1 | sed -E 's/^=+ //; s/ =+$//' || true)
   record "compat suite on $db: ${last:-no pytest summary line}" "$status"
 done
+
+# --- 4. schemathesis ----------------------------------------------------------------------------
+# Schemathesis over the master's OpenAPI document, against a master of its own (SQLite) with seeded
+# data: no 5xx and every response as the document declares it (scripts/schemathesis.sh).
+if [ ${#dbs[@]} -gt 0 ]; then
+  banner "schemathesis (scripts/schemathesis.sh)"
+  set +e
+  RESOLUTE_DET_BIN=$det_bin RESOLUTE_TRIAL_PYTHON=$venv_python scripts/schemathesis.sh 2>&1 | tee "$logs/schemathesis.log"
+  status=${PIPESTATUS[0]}
+  set -e
+  st_cases=$(grep -E '^ *[0-9]+ generated' "$logs/schemathesis.log" | tail -n 1 | sed -E 's/^ +//' || true)
+  last=$(grep -E '^=+ .* in [0-9.]+s' "$logs/schemathesis.log" | tail -n 1 | sed -E 's/^=+ //; s/ =+$//' || true)
+  record "schemathesis: ${st_cases:-no schemathesis summary}; pytest: ${last:-no pytest summary line}" "$status"
+fi
 
 # --- summary ------------------------------------------------------------------------------------
 banner "summary"
