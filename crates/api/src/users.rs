@@ -117,6 +117,8 @@ wire_enum! {
     }
 }
 
+// wire_enum! declares the enum, so `#[derive(Default)]` cannot be added to it.
+#[allow(clippy::derivable_impls)]
 impl Default for UserSortBy {
     fn default() -> Self {
         UserSortBy::Unspecified
@@ -132,6 +134,7 @@ wire_enum! {
     }
 }
 
+#[allow(clippy::derivable_impls)]
 impl Default for OrderBy {
     fn default() -> Self {
         OrderBy::Unspecified

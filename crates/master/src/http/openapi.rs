@@ -137,6 +137,7 @@ pub struct ApiDoc;
 
 /// The routes that are no REST call and so have no path in the document (each with why).
 /// `openapi_tests.rs` fails for any other route the router serves without a document path.
+#[cfg_attr(not(test), allow(dead_code))]
 pub const UNLISTED: &[(&str, &str)] = &[
     ("/agents", "the agents' websocket (api::agent_protocol), not a REST call"),
     ("/proxy/{service}", "redirect to the task service's proxied root"),

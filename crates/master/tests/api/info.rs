@@ -38,6 +38,10 @@ pub async fn openapi_document_lists_endpoints(m: &TestMaster) {
     ] {
         assert!(paths.contains_key(p), "missing {p}");
     }
+    // Enums by the names the wire carries, which generated clients send and compare.
+    let states = &r.body["components"]["schemas"]["ExperimentState"]["enum"];
+    assert!(states.as_array().is_some_and(|s| s.iter().any(|v| v == "STATE_ACTIVE")), "ExperimentState: {states}");
+    assert!(r.body["components"]["schemas"]["OrderBy"]["enum"].as_array().is_some_and(|s| s.iter().any(|v| v == "ORDER_BY_DESC")));
 }
 
 pub async fn unknown_route_is_json_404(m: &TestMaster) {
