@@ -33,6 +33,8 @@ harness::conformance!(users::unknown_user_is_not_found);
 harness::conformance!(users::list_filters_sorts_and_pages);
 harness::conformance!(users::record_login_sets_last_auth);
 harness::conformance!(sessions::create_lookup_delete);
+harness::conformance!(sessions::user_update_revokes_sessions);
+harness::conformance!(sessions::the_last_active_admin_cannot_be_removed);
 harness::conformance!(sessions::expired_sessions_are_purged);
 harness::conformance!(cluster_id_is_stable);
 harness::conformance!(experiments::default_project_exists);
