@@ -12,6 +12,7 @@ mod experiments;
 mod generic_tasks;
 mod harness;
 mod info;
+mod input_limits;
 mod logs;
 mod master_restart;
 mod metrics_ingest;
@@ -114,3 +115,7 @@ async fn initial_user_password_applies_to_default_users() {
         assert_eq!(ok.status, 200, "{user}: {}", ok.body);
     }
 }
+harness::api_test!(input_limits::ten_megabyte_names_are_refused);
+harness::api_test!(input_limits::nul_characters_get_the_same_answer);
+harness::api_test!(input_limits::huge_numbers_and_odd_unicode);
+harness::api_test!(input_limits::a_grid_too_large_is_refused_with_its_size);

@@ -52,8 +52,9 @@ impl SqlStore {
     }
 
     pub(crate) async fn list_users_impl(&self, filter: &UserFilter) -> StoreResult<UserPage> {
-        if let Some(name) = &filter.name {
-            StoreError::reject_nul("name filter", name)?;
+        // No stored name holds a NUL (writes refuse it); binding one would fail on PostgreSQL.
+        if filter.name.as_ref().is_some_and(|n| n.contains('\0')) {
+            return Ok(UserPage { users: Vec::new(), total: 0 });
         }
         let pattern = filter.name.as_ref().map(|n| format!("%{}%", escape_like(&n.to_lowercase())));
         let order = order_clause(filter.sort, filter.order);
