@@ -134,6 +134,31 @@ pub async fn huge_numbers_and_odd_unicode(m: &TestMaster) {
         let r = m.get(path, Some(&admin)).await;
         assert!(r.status == 400 || r.status == 404, "{path}: {} {}", r.status, r.text);
     }
+    // Every list answers out-of-range paging with a page or a 400, never a 500.
+    let exp = create(m, &admin, &minimal_yaml("paged"), false).await;
+    let lists = [
+        "/api/v1/experiments".to_owned(),
+        "/api/v1/users".to_owned(),
+        format!("/api/v1/experiments/{exp}/trials"),
+        format!("/api/v1/experiments/{exp}/checkpoints"),
+        "/api/v1/templates".to_owned(),
+        "/api/v1/commands".to_owned(),
+    ];
+    for list in &lists {
+        for query in [
+            "limit=-1",
+            "limit=-100",
+            "limit=2147483648",
+            "limit=9223372036854775807",
+            "offset=-1",
+            "offset=-9223372036854775808",
+            "offset=9223372036854775807",
+            "offset=9223372036854775807&limit=9223372036854775807",
+        ] {
+            let r = m.get(&format!("{list}?{query}"), Some(&admin)).await;
+            assert!(r.status == 200 || r.status == 400, "{list}?{query}: {} {}", r.status, r.text);
+        }
+    }
     let r = m.get("/api/v1/experiments?limit=-3", Some(&admin)).await;
     assert_error(&r, 400, "InvalidArgument");
     assert!(r.text.contains("limit"), "{}", r.text);
