@@ -126,6 +126,7 @@ impl LoginThrottle {
     /// `Err` when the username or the address has used up its failures for the window; the
     /// refusal itself counts as a failure.
     pub fn check(&self, username: &str, address: Option<IpAddr>, now: Instant) -> Result<(), Throttled> {
+        let username = &user_key(username);
         let mut tables = self.tables.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let (users, addresses) = &mut *tables;
         let p = self.policy;
@@ -155,6 +156,7 @@ impl LoginThrottle {
     }
 
     pub fn record_failure(&self, username: &str, address: Option<IpAddr>, now: Instant) {
+        let username = &user_key(username);
         let mut tables = self.tables.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let (users, addresses) = &mut *tables;
         users.record_failure(&username.to_owned(), now, &self.policy);
@@ -166,7 +168,7 @@ impl LoginThrottle {
     /// A correct password: the username starts over; the address keeps its count.
     pub fn record_success(&self, username: &str) {
         let mut tables = self.tables.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        tables.0.windows.remove(username);
+        tables.0.windows.remove(&user_key(username));
     }
 
     /// How many keys are tracked (usernames, addresses).
@@ -175,6 +177,17 @@ impl LoginThrottle {
         let tables = self.tables.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         (tables.0.windows.len(), tables.1.windows.len())
     }
+}
+
+/// The table key for a username: itself, or its SHA-256 when long, so a login with a megabyte
+/// username cannot make the table hold megabytes.
+fn user_key(username: &str) -> String {
+    const MAX_KEY_BYTES: usize = 256;
+    if username.len() <= MAX_KEY_BYTES {
+        return username.to_owned();
+    }
+    use sha2::{Digest, Sha256};
+    format!("sha256:{}", hex::encode(Sha256::digest(username.as_bytes())))
 }
 
 #[cfg(test)]
@@ -231,6 +244,19 @@ mod tests {
         t.record_failure("pat", A, now);
         t.record_failure("pat", A, now);
         assert!(t.check("pat", A, now).is_ok());
+    }
+
+    #[test]
+    fn long_usernames_are_tracked_by_digest() {
+        let t = LoginThrottle::new(policy());
+        let now = Instant::now();
+        let long = "x".repeat(1 << 20);
+        for _ in 0..3 {
+            t.record_failure(&long, None, now);
+        }
+        assert!(t.check(&long, None, now).is_err());
+        let tables = t.tables.lock().unwrap();
+        assert!(tables.0.windows.keys().all(|k| k.len() <= 256 + 7));
     }
 
     #[test]

@@ -209,3 +209,41 @@ pub async fn a_grid_too_large_is_refused_with_its_size(m: &TestMaster) {
     assert_eq!(s.status, 200, "{}", s.text);
     assert_eq!(s.body["brackets"][0]["maxTrials"], 100_000);
 }
+
+/// What a trial can store through its token: metric groups, checkpoint metadata and ids, NaN as
+/// the harness spells it, int64 strings out of range.
+pub async fn trial_reports_are_bounded_and_nul_free(m: &TestMaster) {
+    use crate::runtime_support::{metrics_body, running_trial, task_post, task_post_raw};
+    let admin = m.login("admin", "").await;
+    let t = running_trial(m, &admin, "runtime-limits").await;
+    let metrics = format!("/api/v1/trials/{}/metrics", t.trial.id);
+    for (group, needle) in [("g\u{0}", "NUL"), (&*"g".repeat(300), "group is 300 bytes; the limit is 255")] {
+        let r = task_post(m, &metrics, &t.token, metrics_body(t.trial.id, 1, group, 1, json!({"loss": 0.5}))).await;
+        assert_error(&r, 400, "InvalidArgument");
+        assert!(r.text.contains(needle), "{}", r.text);
+    }
+    // `det.util.json_encode` writes NaN and infinities as strings; they are kept as sent.
+    let r = task_post(m, &metrics, &t.token, metrics_body(t.trial.id, 1, "training", 2, json!({"loss": "NaN", "gn": "Infinity"}))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let body = format!(
+        r#"{{"group": "training", "metrics": {{"trialId": {}, "trialRunId": 1, "stepsCompleted": "99999999999999999999", "avgMetrics": {{}}}}}}"#,
+        t.trial.id
+    );
+    let r = task_post_raw(m, &metrics, &t.token, &body).await;
+    assert_error(&r, 400, "InvalidArgument");
+    assert!(r.text.contains("stepsCompleted"), "{}", r.text);
+
+    let checkpoint = |uuid: &str, metadata: serde_json::Value| {
+        json!({
+            "allocationId": t.allocation_id, "taskId": t.trial.task_id, "uuid": uuid, "metadata": metadata,
+            "resources": {}, "training": {}, "state": "STATE_COMPLETED", "reportTime": "2025-03-19T10:05:01Z",
+        })
+    };
+    let r = task_post(m, "/api/v1/checkpoints", &t.token, checkpoint("u\u{0}", json!({"steps_completed": 1}))).await;
+    assert_error(&r, 400, "InvalidArgument");
+    assert!(r.text.contains("uuid"), "{}", r.text);
+    let big = json!({"steps_completed": 1, "notes": "m".repeat(2 * 1024 * 1024)});
+    let r = task_post(m, "/api/v1/checkpoints", &t.token, checkpoint(&uuid::Uuid::new_v4().to_string(), big)).await;
+    assert_error(&r, 400, "InvalidArgument");
+    assert!(r.text.contains("metadata is 2097") && r.text.contains("the limit is 1048576"), "{}", &r.text[..r.text.len().min(300)]);
+}

@@ -119,3 +119,4 @@ harness::api_test!(input_limits::ten_megabyte_names_are_refused);
 harness::api_test!(input_limits::nul_characters_get_the_same_answer);
 harness::api_test!(input_limits::huge_numbers_and_odd_unicode);
 harness::api_test!(input_limits::a_grid_too_large_is_refused_with_its_size);
+harness::api_test!(input_limits::trial_reports_are_bounded_and_nul_free);
