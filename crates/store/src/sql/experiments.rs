@@ -163,8 +163,10 @@ impl SqlStore {
             if name.contains('\0') {
                 return Ok(ExperimentPage::default());
             }
-            let pattern = contains_pattern(&name.to_lowercase());
-            cond.and(format!("LOWER(e.name) LIKE {} ESCAPE '\\'", args.push(pattern)));
+            // ASCII case folding on both: SQLite's LOWER, PostgreSQL's under the "C" collation.
+            let pattern = contains_pattern(&name.to_ascii_lowercase());
+            let column = if matches!(self.pool, Pool::Sqlite(_)) { "LOWER(e.name)" } else { r#"LOWER(e.name COLLATE "C")"# };
+            cond.and(format!("{column} LIKE {} ESCAPE '\\'", args.push(pattern)));
         }
         for label in &filter.labels {
             // `labels` is a compact JSON array written by this module: turning `["a","b"]` into

@@ -7,8 +7,14 @@ use crate::model::{NewUser, OrderDirection, RevokeSessions, UserFilter, UserPage
 const USER_COLUMNS: &str = "id, username, display_name, admin, active, remote, password_hash, modified_at, last_auth_at";
 
 /// Shared WHERE clause of the list and count queries; `$1`..`$3` are active, admin, name pattern.
-const USER_FILTER: &str = "($1 IS NULL OR active = $1) AND ($2 IS NULL OR admin = $2) \
-     AND ($3 IS NULL OR LOWER(username) LIKE $3 OR LOWER(display_name) LIKE $3)";
+/// Names fold ASCII case only, as SQLite's `LOWER` does (PostgreSQL's under the "C" collation).
+fn user_filter(sqlite: bool) -> String {
+    let c = if sqlite { "" } else { r#" COLLATE "C""# };
+    format!(
+        "($1 IS NULL OR active = $1) AND ($2 IS NULL OR admin = $2) \
+         AND ($3 IS NULL OR LOWER(username{c}) LIKE $3 OR LOWER(display_name{c}) LIKE $3)"
+    )
+}
 
 impl SqlStore {
     pub(crate) async fn insert_user(&self, user: NewUser, if_absent: bool) -> StoreResult<Option<UserRecord>> {
@@ -56,14 +62,15 @@ impl SqlStore {
         if filter.name.as_ref().is_some_and(|n| n.contains('\0')) {
             return Ok(UserPage { users: Vec::new(), total: 0 });
         }
-        let pattern = filter.name.as_ref().map(|n| format!("%{}%", escape_like(&n.to_lowercase())));
+        let pattern = filter.name.as_ref().map(|n| format!("%{}%", escape_like(&n.to_ascii_lowercase())));
+        let user_filter = user_filter(matches!(self.pool, super::Pool::Sqlite(_)));
         let order = order_clause(filter.sort, filter.order);
         // LIMIT -1 would be SQLite-only; "all rows" is expressed as the largest i64 instead.
         let limit = filter.limit.unwrap_or(i64::MAX);
         // One round trip: the window count is taken before LIMIT/OFFSET, so it is the full total.
         let list_sql =
-            format!("SELECT {USER_COLUMNS}, COUNT(*) OVER () AS total FROM users WHERE {USER_FILTER} ORDER BY {order} LIMIT $4 OFFSET $5");
-        let count_sql = format!("SELECT COUNT(*) FROM users WHERE {USER_FILTER}");
+            format!("SELECT {USER_COLUMNS}, COUNT(*) OVER () AS total FROM users WHERE {user_filter} ORDER BY {order} LIMIT $4 OFFSET $5");
+        let count_sql = format!("SELECT COUNT(*) FROM users WHERE {user_filter}");
         on_pool!(self, pool => {
             let rows = sqlx::query_as::<_, CountedUser>(AssertSqlSafe(list_sql.as_str()))
                 .bind(filter.active)

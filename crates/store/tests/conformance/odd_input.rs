@@ -131,3 +131,25 @@ pub async fn log_lines_keep_nul_and_refuse_it_in_their_fields(store: &dyn Store)
     invalid(store.insert_logs(&[bad]).await, "agent id");
     assert_eq!(store.task_logs(&t.task_id, &resolute_store::LogFilter::default()).await.unwrap().len(), 1);
 }
+
+/// Name filters fold ASCII case only, on both backends (SQLite's `LOWER` knows only ASCII; a
+/// PostgreSQL database's collation may know more), so a filter matches the same rows anywhere.
+pub async fn name_filters_fold_ascii_case_only(store: &dyn Store) {
+    let owner = store.create_user(resolute_store::NewUser { display_name: "ÉLODIE".into(), ..new_user("ÜBER-user") }).await.unwrap();
+    store.create_experiment(new_experiment(owner.id, "ÜBER-Net")).await.unwrap();
+    let count = |name: &str| {
+        let filter = ExperimentFilter { name: Some(name.into()), limit: Some(10), ..Default::default() };
+        async move { store.list_experiments(&filter).await.unwrap().total }
+    };
+    assert_eq!(count("ÜBER-NET").await, 1);
+    assert_eq!(count("Über-net").await, 1, "the non-ASCII letter as stored, ASCII in any case");
+    assert_eq!(count("über-net").await, 0, "non-ASCII letters are compared exactly");
+    let users = |name: &str| {
+        let filter = UserFilter { name: Some(name.into()), limit: Some(10), ..Default::default() };
+        async move { store.list_users(&filter).await.unwrap().total }
+    };
+    assert_eq!(users("Über-USER").await, 1);
+    assert_eq!(users("über-user").await, 0);
+    assert_eq!(users("Élodie").await, 1);
+    assert_eq!(users("élodie").await, 0);
+}
