@@ -14,7 +14,7 @@ use crate::space::{HyperparameterSpace, Hyperparameters, field_path};
 /// A grid larger than this is almost certainly a `count` typo; refusing it beats queueing it.
 /// (With `max_concurrent_trials: 0` every point becomes a trial at once, so the limit also
 /// bounds the trials one experiment can create in one step.)
-pub const MAX_GRID_POINTS: u64 = 100_000;
+pub const MAX_GRID_POINTS: u64 = crate::config::MAX_TRIALS as u64;
 
 /// One axis: where the value goes in the (possibly nested) object, and its grid values.
 #[derive(Clone, Debug)]

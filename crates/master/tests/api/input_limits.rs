@@ -247,3 +247,26 @@ pub async fn trial_reports_are_bounded_and_nul_free(m: &TestMaster) {
     assert_error(&r, 400, "InvalidArgument");
     assert!(r.text.contains("metadata is 2097") && r.text.contains("the limit is 1048576"), "{}", &r.text[..r.text.len().min(300)]);
 }
+
+pub async fn searches_over_the_trial_limit_are_refused(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    for (searcher, field) in [
+        ("{name: random, metric: loss, max_trials: 1000000000000000, max_concurrent_trials: 0, max_length: {batches: 10}}", "max_trials"),
+        ("{name: adaptive_asha, metric: loss, max_trials: 100001, max_length: {batches: 100}}", "max_trials"),
+        ("{name: async_halving, metric: loss, num_rungs: 3, max_trials: 200000, max_length: {batches: 100}}", "max_trials"),
+        (
+            "{name: pbt, metric: loss, population_size: 1000000, num_rounds: 2, length_per_round: {batches: 10}, \
+              replace_function: {truncate_fraction: 0.5}, explore_function: {resample_probability: 0.5, perturb_factor: 0.2}}",
+            "population_size",
+        ),
+    ] {
+        let yaml = format!(
+            "name: big\nentrypoint: python3 train.py\nsearcher: {searcher}\nhyperparameters: {{lr: {{type: double, minval: 0.1, maxval: 1}}}}\n"
+        );
+        let r = post_experiment(m, &admin, &yaml).await;
+        assert_error(&r, 400, "InvalidArgument");
+        assert!(r.text.contains(&format!("searcher.{field}")) && r.text.contains("the limit is 100000"), "{searcher}: {}", r.text);
+    }
+    let list = m.get("/api/v1/experiments?limit=-2", Some(&admin)).await;
+    assert_eq!(list.body["pagination"]["total"], 0, "nothing stored: {}", list.text);
+}

@@ -120,3 +120,4 @@ harness::api_test!(input_limits::nul_characters_get_the_same_answer);
 harness::api_test!(input_limits::huge_numbers_and_odd_unicode);
 harness::api_test!(input_limits::a_grid_too_large_is_refused_with_its_size);
 harness::api_test!(input_limits::trial_reports_are_bounded_and_nul_free);
+harness::api_test!(input_limits::searches_over_the_trial_limit_are_refused);
