@@ -78,6 +78,7 @@ impl AuthService {
         if let Some(principal) = self.sessions.get(&token_hash, now) {
             return Ok(principal);
         }
+        let generation = self.sessions.generation();
         let session = self
             .store
             .session_by_token_hash(&token_hash)
@@ -91,7 +92,7 @@ impl AuthService {
             return Err(ApiError::unauthenticated("user is not active"));
         }
         let principal = Principal { user: session.user, session_id: session.session_id };
-        self.sessions.insert(token_hash, principal.clone(), session.expires_at);
+        self.sessions.insert(token_hash, principal.clone(), session.expires_at, generation);
         Ok(principal)
     }
 
