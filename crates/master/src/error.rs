@@ -11,12 +11,14 @@ pub struct ApiError {
     pub code: ErrorCode,
     pub status: StatusCode,
     pub message: String,
+    /// Seconds for a `Retry-After` header (a throttled login).
+    pub retry_after_secs: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         let status = StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        ApiError { code, status, message: message.into() }
+        ApiError { code, status, message: message.into(), retry_after_secs: None }
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {
@@ -43,6 +45,11 @@ impl ApiError {
         Self::new(ErrorCode::Internal, "internal error; see the master log")
     }
 
+    /// 429 with a `Retry-After` of `secs` (at least one second).
+    pub fn too_many_requests(message: impl Into<String>, secs: u64) -> Self {
+        ApiError { retry_after_secs: Some(secs.max(1)), ..Self::new(ErrorCode::ResourceExhausted, message) }
+    }
+
     pub fn with_status(mut self, status: StatusCode) -> Self {
         self.status = status;
         self
@@ -55,6 +62,7 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound { .. } => ApiError::not_found(err.to_string()),
             StoreError::Conflict { .. } => ApiError::new(ErrorCode::AlreadyExists, err.to_string()),
             StoreError::InvalidInput { .. } => ApiError::new(ErrorCode::InvalidArgument, err.to_string()),
+            StoreError::Precondition { .. } => ApiError::new(ErrorCode::FailedPrecondition, err.to_string()),
             StoreError::Backend(_)
             | StoreError::Migration(_)
             | StoreError::Sqlite(_)
@@ -70,7 +78,11 @@ impl From<StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(ErrorBody::new(self.code, self.message))).into_response()
+        let mut response = (self.status, axum::Json(ErrorBody::new(self.code, self.message))).into_response();
+        if let Some(secs) = self.retry_after_secs {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(secs));
+        }
+        response
     }
 }
 

@@ -125,7 +125,10 @@ impl Master {
                 tracing::debug!(error = %e, "could not set TCP_NODELAY");
             }
         });
-        let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(MasterError::Serve);
+        let result = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(MasterError::Serve);
         purger.abort();
         idle_watcher.abort();
         cluster_loop.abort();

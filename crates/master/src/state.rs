@@ -54,6 +54,9 @@ pub struct AppServices {
     /// them, the proxy reads them on every request.
     pub proxies: ProxyRegistry,
     pub store: Arc<dyn Store>,
+    /// Whether clients reach this master over TLS: the session cookie gets `Secure`, and the
+    /// CSRF check takes `https` as the master's own scheme.
+    pub serves_tls: bool,
 }
 
 impl AppState {
@@ -75,7 +78,13 @@ impl AppState {
             cluster,
             proxies: ProxyRegistry::new(),
             store,
+            serves_tls: serves_tls(&config),
             config: Arc::new(config),
         }))
     }
+}
+
+/// Whether the master's listener speaks TLS. (No TLS listener yet: plain HTTP.)
+fn serves_tls(_config: &MasterConfig) -> bool {
+    false
 }

@@ -210,6 +210,19 @@ pub struct PbtConfig {
     pub perturb_factor: f64,
 }
 
+/// The most trials one search may create (`max_trials`, a PBT population, grid points): with
+/// `max_concurrent_trials: 0` they are all created at once, so this bounds one step's work.
+pub const MAX_TRIALS: usize = 100_000;
+
+/// A trial count between 1 and [`MAX_TRIALS`].
+fn trial_count(field: &str, value: usize) -> Result<(), ConfigError> {
+    at_least_one(field, value)?;
+    if value > MAX_TRIALS {
+        return Err(ConfigError::new(format!("searcher.{field}"), format!("{value} trials; the limit is {MAX_TRIALS}")));
+    }
+    Ok(())
+}
+
 fn at_least_one(field: &str, value: usize) -> Result<(), ConfigError> {
     if value == 0 { Err(ConfigError::new(format!("searcher.{field}"), "must be at least 1 (got 0)")) } else { Ok(()) }
 }
@@ -240,9 +253,9 @@ impl SearcherConfig {
         space::validate(&self.hyperparameters, matches!(self.method, MethodConfig::Grid(_)))?;
         match &self.method {
             MethodConfig::Single { .. } | MethodConfig::Grid(_) => Ok(()),
-            MethodConfig::Random(c) => at_least_one("max_trials", c.max_trials),
+            MethodConfig::Random(c) => trial_count("max_trials", c.max_trials),
             MethodConfig::AdaptiveAsha(c) => {
-                at_least_one("max_trials", c.max_trials)?;
+                trial_count("max_trials", c.max_trials)?;
                 at_least_one("max_rungs", c.max_rungs)?;
                 length_at_least_one("max_time", &c.length)?;
                 divisor_ok(c.divisor)?;
@@ -252,13 +265,13 @@ impl SearcherConfig {
                 Ok(())
             }
             MethodConfig::AsyncHalving(c) => {
-                at_least_one("max_trials", c.max_trials)?;
+                trial_count("max_trials", c.max_trials)?;
                 at_least_one("num_rungs", c.num_rungs)?;
                 length_at_least_one("max_time", &c.length)?;
                 divisor_ok(c.divisor)
             }
             MethodConfig::Pbt(c) => {
-                at_least_one("population_size", c.population_size)?;
+                trial_count("population_size", c.population_size)?;
                 at_least_one("num_rounds", c.num_rounds)?;
                 length_at_least_one("length_per_round", &c.length_per_round)?;
                 fraction("replace_function.truncate_fraction", c.truncate_fraction, 0.5)?;

@@ -12,7 +12,9 @@ use crate::sample::float;
 use crate::space::{HyperparameterSpace, Hyperparameters, field_path};
 
 /// A grid larger than this is almost certainly a `count` typo; refusing it beats queueing it.
-pub const MAX_GRID_POINTS: u64 = 1_000_000;
+/// (With `max_concurrent_trials: 0` every point becomes a trial at once, so the limit also
+/// bounds the trials one experiment can create in one step.)
+pub const MAX_GRID_POINTS: u64 = crate::config::MAX_TRIALS as u64;
 
 /// One axis: where the value goes in the (possibly nested) object, and its grid values.
 #[derive(Clone, Debug)]
@@ -30,15 +32,22 @@ pub(crate) struct Grid {
 
 impl Grid {
     pub(crate) fn new(space: &Hyperparameters) -> Result<Self, ConfigError> {
+        // Sized before any axis is built: one `count: 4000000000` must not allocate its values.
+        let size = grid_size(space);
         let mut axes = Vec::new();
-        collect_axes(space, &mut Vec::new(), &mut axes)?;
-        let mut size: u64 = 1;
-        for axis in &axes {
-            size = size.checked_mul(axis.values.len() as u64).filter(|s| *s <= MAX_GRID_POINTS).ok_or_else(|| {
-                ConfigError::new("hyperparameters", format!("the grid has more than {MAX_GRID_POINTS} points; lower some `count`"))
-            })?;
+        match u64::try_from(size) {
+            Ok(size) if size <= MAX_GRID_POINTS => {
+                collect_axes(space, &mut Vec::new(), &mut axes)?;
+                Ok(Grid { axes, size })
+            }
+            _ => Err(ConfigError::new(
+                "hyperparameters",
+                format!(
+                    "the grid has {size} points (the product of the hyperparameters' counts); the limit is {MAX_GRID_POINTS} \
+                     trials: lower some `count`"
+                ),
+            )),
         }
-        Ok(Grid { axes, size })
     }
 
     /// Number of points (an empty space has one point: `{}`).
@@ -74,6 +83,24 @@ fn insert_at(root: &mut Map<String, Value>, path: &[String], value: Value) {
         node = next;
     }
     node.insert(last.clone(), value);
+}
+
+/// The number of grid points, saturating; a numeric axis without `count` counts as one (building
+/// the axes reports it).
+fn grid_size(space: &Hyperparameters) -> u128 {
+    space.values().fold(1u128, |size, hp| {
+        let len = match hp {
+            HyperparameterSpace::Nested(inner) => grid_size(inner),
+            HyperparameterSpace::Const(_) => 1,
+            HyperparameterSpace::Categorical(vals) => vals.len() as u128,
+            HyperparameterSpace::Int { min, max, count } => {
+                let span = (*max as i128 - *min as i128 + 1).max(0) as u128;
+                (count.unwrap_or(1) as u128).min(span).max(1)
+            }
+            HyperparameterSpace::Double { count, .. } | HyperparameterSpace::Log { count, .. } => (count.unwrap_or(1) as u128).max(1),
+        };
+        size.saturating_mul(len)
+    })
 }
 
 fn collect_axes(space: &Hyperparameters, path: &mut Vec<String>, axes: &mut Vec<Axis>) -> Result<(), ConfigError> {
@@ -206,6 +233,11 @@ mod tests {
         for name in ["a", "b", "c"] {
             space.insert(name.into(), HyperparameterSpace::Double { min: 0.0, max: 1.0, count: Some(1000) });
         }
-        assert!(Grid::new(&space).unwrap_err().reason.contains("more than"));
+        let reason = Grid::new(&space).unwrap_err().reason;
+        assert!(reason.contains("the grid has 1000000000 points") && reason.contains("the limit is 100000"), "{reason}");
+        for name in ["d", "e", "f", "g", "h", "i"] {
+            space.insert(name.into(), HyperparameterSpace::Double { min: 0.0, max: 1.0, count: Some(u32::MAX as usize) });
+        }
+        assert!(Grid::new(&space).unwrap_err().reason.contains("the limit is 100000"), "no overflow");
     }
 }

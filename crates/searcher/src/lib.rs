@@ -29,6 +29,7 @@ mod searcher;
 pub mod simulate;
 mod space;
 
+pub use config::MAX_TRIALS;
 pub use config::{
     AdaptiveAshaConfig, AdaptiveMode, AshaVariant, AsyncHalvingConfig, DEFAULT_DIVISOR, DEFAULT_MAX_CONCURRENT_TRIALS, DEFAULT_MAX_RUNGS,
     GridConfig, LengthUnit, MethodConfig, PbtConfig, RandomConfig, SearcherConfig, TrainingLength,

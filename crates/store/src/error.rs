@@ -12,6 +12,10 @@ pub enum StoreError {
     /// which PostgreSQL refuses and SQLite would keep): refused the same way on both.
     #[error("invalid {field}: {reason}")]
     InvalidInput { field: &'static str, reason: &'static str },
+    /// The change would break a rule the store keeps (e.g. the last active admin stays one);
+    /// `reason` says which, for the caller.
+    #[error("{reason}")]
+    Precondition { reason: &'static str },
     /// A driver or database failure. The message is generic on purpose: the source (which may
     /// contain SQL) is for logs only.
     #[error("database error")]

@@ -26,7 +26,8 @@ mod summary;
 pub use error::{StoreError, StoreResult};
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};
 pub use model::{
-    AuthenticatedSession, NewSession, NewUser, OrderDirection, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord, UserSort,
+    AuthenticatedSession, NewSession, NewUser, OrderDirection, RevokeSessions, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord,
+    UserSort,
 };
 pub use model_checkpoints::{
     CHECKPOINT_COMPLETED, CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, CheckpointSort, NewCheckpoint,
@@ -71,7 +72,9 @@ pub trait Store: Send + Sync + 'static {
     async fn user_by_id(&self, id: i32) -> StoreResult<UserRecord>;
     async fn user_by_name(&self, username: &str) -> StoreResult<UserRecord>;
     async fn list_users(&self, filter: &UserFilter) -> StoreResult<UserPage>;
-    /// Applies the fields set in `patch`; `Conflict` on a taken new username.
+    /// Applies the fields set in `patch`, and ends the sessions `patch.revoke_sessions` names, in
+    /// one transaction; `Conflict` on a taken new username; `Precondition` (nothing written) when
+    /// the change would leave no active admin (demoting or deactivating the last one).
     async fn update_user(&self, id: i32, patch: &UserPatch) -> StoreResult<UserRecord>;
     async fn record_login(&self, user_id: i32, at: DateTime<Utc>) -> StoreResult<()>;
 

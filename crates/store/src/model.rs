@@ -38,6 +38,16 @@ pub struct UserPatch {
     pub remote: Option<bool>,
     pub password_hash: Option<Option<String>>,
     pub now: Option<DateTime<Utc>>,
+    /// Sessions to end in the same transaction (a password change, a deactivation).
+    pub revoke_sessions: Option<RevokeSessions>,
+}
+
+/// Which of a user's sessions an update ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RevokeSessions {
+    All,
+    /// All but this session id (the one that changed its own password).
+    AllBut(i64),
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

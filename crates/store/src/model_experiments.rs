@@ -132,7 +132,7 @@ pub struct ExperimentFilter {
     pub limit: Option<i64>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ExperimentPage {
     pub experiments: Vec<ExperimentRecord>,
     /// Matching rows before offset/limit.

@@ -38,19 +38,65 @@ pub async fn hash_for_storage(client_hash: String) -> Option<String> {
     .flatten()
 }
 
-/// Whether `client_hash` matches what is stored.
+/// Whether `client_hash` matches what is stored; `stored` is `None` for a blank password and
+/// `known` is false for a username that does not exist. Every case runs one Argon2 verification
+/// (against [`dummy_phc`] when there is no stored hash to check), so the time a login takes tells
+/// nothing about whether the user exists or has a password.
+pub async fn verify_login(known: bool, stored: Option<String>, client_hash: String) -> bool {
+    let check = plan(known, stored, client_hash);
+    tokio::task::spawn_blocking(move || {
+        let matched = PasswordHash::new(&check.phc)
+            .map(|parsed| Argon2::default().verify_password(check.candidate.as_bytes(), &parsed).is_ok())
+            .unwrap_or(false);
+        match check.accept {
+            Accept::IfMatches => matched,
+            Accept::Always => true,
+            Accept::Never => false,
+        }
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// Whether `client_hash` matches what is stored (for a known user).
 pub async fn verify(stored: Option<String>, client_hash: String) -> bool {
-    match stored {
-        None => client_hash.is_empty(),
-        Some(_) if client_hash.is_empty() => false,
-        Some(phc) => tokio::task::spawn_blocking(move || {
-            PasswordHash::new(&phc)
-                .map(|parsed| Argon2::default().verify_password(client_hash.as_bytes(), &parsed).is_ok())
-                .unwrap_or(false)
-        })
-        .await
-        .unwrap_or(false),
+    verify_login(true, stored, client_hash).await
+}
+
+/// The Argon2 check a login runs and how its result decides the login.
+struct Check {
+    phc: String,
+    candidate: String,
+    accept: Accept,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Accept {
+    IfMatches,
+    Always,
+    Never,
+}
+
+fn plan(known: bool, stored: Option<String>, client_hash: String) -> Check {
+    match (known, stored) {
+        (false, _) => Check { phc: dummy_phc().to_owned(), candidate: client_hash, accept: Accept::Never },
+        (true, None) => {
+            let accept = if client_hash.is_empty() { Accept::Always } else { Accept::Never };
+            Check { phc: dummy_phc().to_owned(), candidate: client_hash, accept }
+        }
+        (true, Some(phc)) if client_hash.is_empty() => Check { phc, candidate: String::new(), accept: Accept::Never },
+        (true, Some(phc)) => Check { phc, candidate: client_hash, accept: Accept::IfMatches },
     }
+}
+
+/// An Argon2id hash of a random secret, with the default parameters (so checking it costs what
+/// checking a real one does), made once per process.
+fn dummy_phc() -> &'static str {
+    static DUMMY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DUMMY.get_or_init(|| {
+        let (secret, _) = super::token::new_token();
+        Argon2::default().hash_password(secret.as_bytes()).map(|h| h.to_string()).unwrap_or_default()
+    })
 }
 
 #[cfg(test)]
@@ -77,5 +123,30 @@ mod tests {
         assert!(verify(None, String::new()).await);
         assert!(!verify(None, client_hash("x")).await);
         assert!(!verify(Some("not a phc string".into()), client_hash("x")).await);
+        assert!(!verify_login(false, None, String::new()).await, "an unknown user never logs in");
+        assert!(!verify_login(false, None, client_hash("x")).await);
+    }
+
+    #[test]
+    fn every_login_runs_a_real_argon2_check() {
+        // Unknown users, blank passwords and blank submissions cost the same Argon2 work as a
+        // wrong password, so timing cannot tell them apart.
+        let real = Argon2::default().hash_password(b"x").unwrap().to_string();
+        let cases = [
+            (false, None, client_hash("x")),
+            (false, None, String::new()),
+            (true, None, String::new()),
+            (true, None, client_hash("x")),
+            (true, Some(real.clone()), String::new()),
+            (true, Some(real.clone()), client_hash("x")),
+        ];
+        for (known, stored, submitted) in cases {
+            let check = plan(known, stored.clone(), submitted);
+            let parsed = PasswordHash::new(&check.phc).expect("a real PHC string");
+            assert_eq!(parsed.algorithm.as_str(), "argon2id", "{known} {stored:?}");
+            assert_eq!(parsed.params, PasswordHash::new(&real).unwrap().params, "same cost parameters");
+        }
+        assert_eq!(plan(false, None, String::new()).accept, Accept::Never);
+        assert_eq!(plan(true, None, String::new()).accept, Accept::Always);
     }
 }

@@ -2,12 +2,15 @@
 //! names the problem) instead of axum's plain-text rejections.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 
+use super::csrf;
 use crate::error::ApiError;
 use crate::services::Principal;
 use crate::state::AppState;
@@ -67,6 +70,18 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
     }
 }
 
+/// The peer address of the connection, when the server recorded it (`ConnectInfo`); proxies'
+/// `X-Forwarded-For` is not trusted, since any client can send it.
+pub struct ClientAddr(pub Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddr(parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip())))
+    }
+}
+
 /// The token of an `Authorization: Bearer <t>` header.
 pub fn authorization_bearer(headers: &HeaderMap) -> Option<&str> {
     headers
@@ -79,25 +94,36 @@ pub fn authorization_bearer(headers: &HeaderMap) -> Option<&str> {
 
 /// The bearer token of a request: `Authorization: Bearer <t>`, else the web UI's `auth` cookie.
 pub fn bearer_token(parts: &Parts) -> Option<&str> {
-    authorization_bearer(&parts.headers).or_else(|| {
-        parts
-            .headers
-            .get_all(COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .find_map(|pair| pair.trim().strip_prefix("auth="))
-            .filter(|t| !t.is_empty())
-    })
+    authorization_bearer(&parts.headers).or_else(|| auth_cookie(&parts.headers))
+}
+
+/// The `auth` cookie's token.
+pub fn auth_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| pair.trim().strip_prefix("auth="))
+        .filter(|t| !t.is_empty())
 }
 
 impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer_token(parts).ok_or_else(|| {
-            ApiError::unauthenticated("authentication required: send Authorization: Bearer <token> (see POST /api/v1/auth/login)")
-        })?;
+        let token = match authorization_bearer(&parts.headers) {
+            Some(token) => token,
+            None => {
+                let token = auth_cookie(&parts.headers).ok_or_else(|| {
+                    ApiError::unauthenticated("authentication required: send Authorization: Bearer <token> (see POST /api/v1/auth/login)")
+                })?;
+                // A browser attaches the cookie to requests other sites make: a mutation it
+                // authenticates must come from the master's own pages.
+                csrf::check_cookie_request(parts, state.serves_tls)?;
+                token
+            }
+        };
         state.auth.authenticate(token).await
     }
 }

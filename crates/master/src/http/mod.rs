@@ -5,6 +5,7 @@ mod agents;
 mod auth;
 mod checkpoint_download;
 mod commands;
+mod csrf;
 mod experiment_items;
 mod experiment_wire;
 mod experiments;

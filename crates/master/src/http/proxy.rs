@@ -90,6 +90,10 @@ async fn serve(state: AppState, client: ProxyClient, req: Request) -> ApiResult<
         ))),
     };
     let authenticated_by_header = principal.is_ok() && authorization_bearer(&parts.headers).is_some();
+    if principal.is_ok() && !authenticated_by_header {
+        // The service's own pages POST and open websockets from this origin; other sites may not.
+        super::csrf::check_cookie_request(&parts, state.serves_tls)?;
+    }
     let route = state.proxies.authorize(&service_id, principal)?;
     route.touch();
     strip_master_credentials(&mut parts.headers, authenticated_by_header);

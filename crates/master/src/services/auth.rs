@@ -1,11 +1,14 @@
 //! Logins, sessions and resolving a bearer token to the user behind it.
 
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use chrono::TimeDelta;
 use resolute_store::{NewSession, Store, StoreError, UserRecord, db_now};
 
 use super::SessionCache;
+use super::login_throttle::LoginThrottle;
 use crate::auth::{password, token};
 use crate::error::{ApiError, ApiResult};
 
@@ -21,26 +24,39 @@ pub struct AuthService {
     store: Arc<dyn Store>,
     sessions: Arc<SessionCache>,
     lifespan: TimeDelta,
+    throttle: Arc<LoginThrottle>,
 }
 
 impl AuthService {
     pub fn new(store: Arc<dyn Store>, sessions: Arc<SessionCache>, lifespan: TimeDelta) -> Self {
-        AuthService { store, sessions, lifespan }
+        AuthService { store, sessions, lifespan, throttle: Arc::new(LoginThrottle::default()) }
     }
 
     /// Checks credentials and opens a session. Unknown users and wrong passwords get the same
-    /// answer, so logins cannot probe for usernames.
-    pub async fn login(&self, username: &str, submitted: &str, is_hashed: bool) -> ApiResult<(String, UserRecord)> {
+    /// answer after the same work (one Argon2 verification each), so logins cannot probe for
+    /// usernames, by message or by time. `client` is the caller's address, for rate limiting
+    /// (see `login_throttle`).
+    pub async fn login(&self, username: &str, submitted: &str, is_hashed: bool, client: Option<IpAddr>) -> ApiResult<(String, UserRecord)> {
         let invalid = || ApiError::forbidden("invalid credentials");
+        self.throttle
+            .check(username, client, Instant::now())
+            .map_err(|refused| ApiError::too_many_requests(refused.to_string(), refused.retry_after.as_secs()))?;
         let user = match self.store.user_by_name(username).await {
-            Ok(user) => user,
-            Err(StoreError::NotFound { .. }) => return Err(invalid()),
+            Ok(user) => Some(user),
+            Err(StoreError::NotFound { .. } | StoreError::InvalidInput { .. }) => None,
             Err(e) => return Err(e.into()),
         };
         let client_hash = password::submitted_to_client_hash(submitted, is_hashed);
-        if !password::verify(user.password_hash.clone(), client_hash).await {
-            return Err(invalid());
-        }
+        let stored = user.as_ref().and_then(|u| u.password_hash.clone());
+        let matched = password::verify_login(user.is_some(), stored, client_hash).await;
+        let user = match user {
+            Some(user) if matched => user,
+            _ => {
+                self.throttle.record_failure(username, client, Instant::now());
+                return Err(invalid());
+            }
+        };
+        self.throttle.record_success(username);
         if user.remote {
             return Err(ApiError::forbidden("user is managed by a remote identity provider and cannot log in with a password"));
         }
@@ -62,6 +78,7 @@ impl AuthService {
         if let Some(principal) = self.sessions.get(&token_hash, now) {
             return Ok(principal);
         }
+        let generation = self.sessions.generation();
         let session = self
             .store
             .session_by_token_hash(&token_hash)
@@ -75,7 +92,7 @@ impl AuthService {
             return Err(ApiError::unauthenticated("user is not active"));
         }
         let principal = Principal { user: session.user, session_id: session.session_id };
-        self.sessions.insert(token_hash, principal.clone(), session.expires_at);
+        self.sessions.insert(token_hash, principal.clone(), session.expires_at, generation);
         Ok(principal)
     }
 

@@ -86,6 +86,7 @@ impl CommandService {
         req: LaunchTask,
         inherited_context: Option<Vec<u8>>,
     ) -> ApiResult<CommandView> {
+        super::input_limits::check_config("config", &req.config)?;
         let task_id = uuid::Uuid::new_v4().to_string();
         let mut config = match req.config {
             Value::Null => json!({}),

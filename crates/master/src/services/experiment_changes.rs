@@ -6,6 +6,7 @@ use resolute_api::error::ErrorCode;
 use resolute_store::{ExperimentPatch, ExperimentRecord, TrialFilter, db_now};
 
 use super::experiments::{ExperimentService, ExperimentView, dedup};
+use super::input_limits;
 use crate::cluster::ClusterEvent;
 use crate::domain::TrialState;
 use crate::domain::experiment_state::{ExperimentAction, ExperimentState, transition};
@@ -47,6 +48,18 @@ impl ExperimentService {
     }
 
     pub async fn patch(&self, caller: &Principal, id: i32, changes: ExperimentChanges) -> ApiResult<ExperimentView> {
+        for (field, value, limit) in [
+            ("name", &changes.name, input_limits::NAME_BYTES),
+            ("description", &changes.description, input_limits::DESCRIPTION_BYTES),
+            ("notes", &changes.notes, input_limits::NOTES_BYTES),
+        ] {
+            if let Some(value) = value {
+                input_limits::check_text(field, value, limit)?;
+            }
+        }
+        if let Some(labels) = &changes.labels {
+            input_limits::check_labels("labels", labels)?;
+        }
         let record = self.editable(caller, id, "change").await?;
         if !changes.config_changes.is_empty() {
             return Err(ApiError::unimplemented(format!(
@@ -77,12 +90,14 @@ impl ExperimentService {
 
     /// Adds `label` unless present; returns the labels afterwards.
     pub async fn add_label(&self, caller: &Principal, id: i32, label: &str) -> ApiResult<Vec<String>> {
+        input_limits::check_text("label", label, input_limits::LABEL_BYTES)?;
         let mut labels = self.editable(caller, id, "label").await?.labels;
         if label.is_empty() {
             return Err(ApiError::invalid("label: must not be empty"));
         }
         if !labels.iter().any(|l| l == label) {
             labels.push(label.to_owned());
+            input_limits::check_labels(&format!("experiment {id}"), &labels)?;
             self.store.set_experiment_labels(id, &labels).await?;
         }
         Ok(labels)

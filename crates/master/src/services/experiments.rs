@@ -16,9 +16,11 @@ use resolute_store::{
 use serde_json::{Value, json};
 
 use super::fit_check::check_fits;
+use super::input_limits;
 use super::model_def::{ContextFile, build_archive};
 use crate::cluster::{ClusterEvent, ClusterHandle, DEFAULT_POOL};
 use crate::domain::experiment_state::ExperimentState;
+use crate::domain::search_config::searcher_config;
 use crate::domain::task_container_defaults::TaskContainerDefaults;
 use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
@@ -129,11 +131,18 @@ impl ExperimentService {
         if req.unmanaged {
             return Err(ApiError::unimplemented("unmanaged: detached-mode experiments are not supported yet"));
         }
+        input_limits::check_text("config", &req.config_text, input_limits::CONFIG_BYTES)?;
         let config_text = match req.template.as_deref().filter(|t| !t.is_empty()) {
             Some(name) => self.apply_template(&req.config_text, name).await?,
             None => req.config_text.clone(),
         };
         let config = self.validate_config(&config_text)?;
+        input_limits::check_text("name", &config.name, input_limits::NAME_BYTES)?;
+        input_limits::check_text("description", config.description.as_deref().unwrap_or_default(), input_limits::DESCRIPTION_BYTES)?;
+        input_limits::check_labels("labels", &config.labels)?;
+        // The loop builds the same searcher from the stored config: one it cannot build (a grid
+        // too large, say) is refused here, with the reason, instead of sitting with no trials.
+        resolute_searcher::Searcher::new(searcher_config(&config)).map_err(|e| ApiError::invalid(e.to_string()))?;
         let config_json = config.to_json();
         let project = self.resolve_project(req.project_id, &config).await?;
         check_fits(&self.cluster.view(), &config.resources.resource_pool, config.resources.slots_per_trial, "each trial")?;

@@ -49,6 +49,7 @@ pub struct GenericTaskInfo {
 
 impl CommandService {
     pub async fn create_generic(&self, caller: &Principal, req: NewGenericTask) -> ApiResult<CommandView> {
+        super::input_limits::check_text("config", &req.config_text, super::input_limits::CONFIG_BYTES)?;
         let mut config = if req.config_text.trim().is_empty() {
             json!({})
         } else {

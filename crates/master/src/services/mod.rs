@@ -10,6 +10,8 @@ mod experiments;
 mod fit_check;
 mod generic_tasks;
 pub mod idle_tasks;
+pub mod input_limits;
+mod login_throttle;
 mod loop_hooks;
 pub mod metric_reporters;
 mod metrics_writer;

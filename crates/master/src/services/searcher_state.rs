@@ -39,7 +39,9 @@ impl ExperimentService {
             .config;
         let search = searcher_config(&config);
         let full = full_length(&search);
-        let plan = preview(&search).map_err(|e| internal(experiment_id, format!("its search cannot be planned: {e}")))?;
+        // A search the searcher refuses (a grid over today's limit, accepted before there was
+        // one) is the config's fault, not a fault of the master: say so.
+        let plan = preview(&search).map_err(|e| unplannable(experiment_id, &e))?;
         let searcher = match self.store.searcher_snapshot(experiment_id).await? {
             Some(snapshot) => Searcher::restore(search, &snapshot),
             // Created paused: the search has not started.
@@ -68,6 +70,13 @@ impl ExperimentService {
             trials,
         })
     }
+}
+
+fn unplannable(experiment_id: i32, e: &dyn std::fmt::Display) -> ApiError {
+    ApiError::new(
+        resolute_api::error::ErrorCode::FailedPrecondition,
+        format!("experiment {experiment_id}'s search cannot run: {e}; create it again with a smaller search"),
+    )
 }
 
 /// Stored state the master itself wrote and can no longer read: a bug, logged, shown as a 500.

@@ -36,6 +36,8 @@ impl TemplateService {
         if name.trim().is_empty() {
             return Err(ApiError::invalid("name: a template needs a name"));
         }
+        super::input_limits::check_text("name", name, super::input_limits::NAME_BYTES)?;
+        super::input_limits::check_config("config", &config)?;
         if !config.is_object() {
             return Err(ApiError::invalid(format!("config: a template's config must be an object, found {config}")));
         }

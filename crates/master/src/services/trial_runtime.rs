@@ -64,6 +64,11 @@ impl TrialRuntimeService {
         if group.trim().is_empty() {
             return Err(ApiError::invalid("group is required: \"training\", \"validation\" or a custom group name"));
         }
+        super::input_limits::check_text("group", group, super::input_limits::METRIC_GROUP_BYTES)?;
+        if group.contains('\0') {
+            // Checked here, not in the store's batch, so it cannot fail other trials' reports.
+            return Err(ApiError::invalid("invalid group: contains a NUL character; remove it"));
+        }
         let Value::Object(avg_metrics) = report.avg_metrics else {
             return Err(ApiError::invalid("metrics.metrics.avgMetrics must be a JSON object of metric name to value"));
         };

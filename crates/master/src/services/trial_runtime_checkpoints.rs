@@ -50,6 +50,7 @@ impl TrialRuntimeService {
         if !report.metadata.is_object() {
             return Err(ApiError::invalid("metadata must be a JSON object"));
         }
+        super::input_limits::check_config("metadata", &report.metadata)?;
         let task_id = match (&report.task_id, caller.task()) {
             (Some(id), _) if !id.is_empty() => id.clone(),
             (_, Some(own)) => own.task.task_id.clone(),

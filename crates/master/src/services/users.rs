@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use resolute_store::{OrderDirection, Store, UserFilter, UserPage, UserPatch, UserRecord, UserSort, db_now};
+use resolute_store::{OrderDirection, RevokeSessions, Store, UserFilter, UserPage, UserPatch, UserRecord, UserSort, db_now};
 
 use crate::auth::password;
 use crate::error::{ApiError, ApiResult};
@@ -142,6 +142,16 @@ impl UserService {
         if becomes_remote && changes.client_hash.as_deref().is_some_and(|h| !h.is_empty()) {
             return Err(ApiError::invalid("password: remote users cannot have a password"));
         }
+        // A new password or a deactivation ends the user's other sessions: whoever held an old
+        // token (a leaked one, a shared laptop) is out. The session that changed its own
+        // password stays (upstream's CLI logs in again anyway).
+        let revoke_sessions = if changes.active == Some(false) {
+            Some(RevokeSessions::All)
+        } else if changes.client_hash.is_some() || changes.remote == Some(true) {
+            Some(if is_self { RevokeSessions::AllBut(caller.session_id) } else { RevokeSessions::All })
+        } else {
+            None
+        };
         let password_hash = match changes.client_hash {
             Some(hash) => Some(password::hash_for_storage(hash).await),
             // Turning a user remote removes their password, as upstream does.
@@ -156,7 +166,10 @@ impl UserService {
             remote: changes.remote,
             password_hash,
             now: Some(db_now()),
+            revoke_sessions,
         };
+        // The store refuses to demote or deactivate the last active admin (one transaction, so
+        // two admins demoting each other at once cannot both succeed).
         let updated = self.store.update_user(id, &patch).await?;
         // Cached sessions carry the old account (e.g. still active, still admin).
         self.sessions.remove_user(id);

@@ -142,6 +142,22 @@ pub async fn proxy_http_requests_pass_through_with_the_full_path(master: &TestMa
     assert_eq!(by_cookie.status, 200, "{}", by_cookie.text);
     assert_eq!(by_cookie.body["headers"]["cookie"], Value::Null);
 
+    // The service's own pages POST with the cookie from the master's origin (JupyterLab does);
+    // another site's page may not, even to the service.
+    let post_from = |origin: &str| {
+        master
+            .http
+            .post(format!("{}/proxy/nb-1/upload", master.base))
+            .header("cookie", format!("auth={token}"))
+            .header("origin", origin)
+            .body("x")
+    };
+    let same_origin = master.send(post_from(&master.base)).await;
+    assert_eq!(same_origin.status, 200, "{}", same_origin.text);
+    let forged = master.send(post_from("http://evil.example")).await;
+    assert_eq!(forged.status, 403, "{}", forged.text);
+    assert!(forged.text.contains("cross-site request refused"), "{}", forged.text);
+
     // The base URL without its slash redirects to it.
     let no_slash = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let resp = no_slash.get(format!("{}/proxy/nb-1?x=1", master.base)).bearer_auth(&token).send().await.unwrap();

@@ -77,6 +77,14 @@ fn total_size(resources: &BTreeMap<String, i64>) -> i64 {
 
 impl SqlStore {
     pub(crate) async fn report_checkpoints_impl(&self, checkpoints: &[NewCheckpoint]) -> StoreResult<()> {
+        for c in checkpoints {
+            for (field, value) in [("checkpoint uuid", &c.uuid), ("task id", &c.task_id), ("checkpoint state", &c.state)] {
+                crate::error::StoreError::reject_nul(field, value)?;
+            }
+            if let Some(allocation_id) = &c.allocation_id {
+                crate::error::StoreError::reject_nul("allocation id", allocation_id)?;
+            }
+        }
         let failure = on_pool!(self, pool => {
             let mut tx = pool.begin().await?;
             let mut seen = HashSet::new();
@@ -132,6 +140,7 @@ impl SqlStore {
     }
 
     pub(crate) async fn checkpoint_by_uuid_impl(&self, uuid: &str) -> StoreResult<CheckpointRecord> {
+        super::findable("checkpoint", uuid)?;
         let sql = format!("SELECT {CHECKPOINT_COLUMNS} FROM checkpoints WHERE uuid = $1");
         let found = on_pool!(self, pool => {
             sqlx::query_as::<_, CheckpointRow>(AssertSqlSafe(sql.as_str())).bind(uuid).fetch_optional(pool).await?

@@ -81,6 +81,17 @@ fn labels_text(labels: &[String]) -> String {
 
 impl SqlStore {
     pub(crate) async fn create_experiment_impl(&self, e: NewExperiment) -> StoreResult<ExperimentRecord> {
+        for (field, value) in [
+            ("name", &e.name),
+            ("description", &e.description),
+            ("notes", &e.notes),
+            ("state", &e.state),
+            ("config", &e.original_config),
+            ("job id", &e.job_id),
+        ] {
+            StoreError::reject_nul(field, value)?;
+        }
+        reject_nul_labels(&e.labels)?;
         const SQL: &str = "INSERT INTO experiments (name, description, notes, state, owner_id, project_id, config, \
              original_config, model_definition, labels, parent_id, start_time, job_id, unmanaged) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id";
@@ -148,8 +159,14 @@ impl SqlStore {
         cond.and_in(&mut args, "e.owner_id", &filter.owner_ids);
         cond.and_in(&mut args, "e.state", &filter.states);
         if let Some(name) = &filter.name {
-            let pattern = contains_pattern(&name.to_lowercase());
-            cond.and(format!("LOWER(e.name) LIKE {} ESCAPE '\\'", args.push(pattern)));
+            // No stored name holds a NUL (writes refuse it); binding one would fail on PostgreSQL.
+            if name.contains('\0') {
+                return Ok(ExperimentPage::default());
+            }
+            // ASCII case folding on both: SQLite's LOWER, PostgreSQL's under the "C" collation.
+            let pattern = contains_pattern(&name.to_ascii_lowercase());
+            let column = if matches!(self.pool, Pool::Sqlite(_)) { "LOWER(e.name)" } else { r#"LOWER(e.name COLLATE "C")"# };
+            cond.and(format!("{column} LIKE {} ESCAPE '\\'", args.push(pattern)));
         }
         for label in &filter.labels {
             // `labels` is a compact JSON array written by this module: turning `["a","b"]` into
@@ -204,6 +221,7 @@ impl SqlStore {
     }
 
     pub(crate) async fn set_experiment_labels_impl(&self, id: i32, labels: &[String]) -> StoreResult<()> {
+        reject_nul_labels(labels)?;
         let text = labels_text(labels);
         let done = on_pool!(self, pool => {
             sqlx::query("UPDATE experiments SET labels = $2 WHERE id = $1").bind(id).bind(&text).execute(pool).await?.rows_affected()
@@ -212,6 +230,11 @@ impl SqlStore {
     }
 
     pub(crate) async fn patch_experiment_impl(&self, id: i32, patch: &ExperimentPatch) -> StoreResult<ExperimentRecord> {
+        for (field, value) in [("name", &patch.name), ("description", &patch.description), ("notes", &patch.notes)] {
+            if let Some(value) = value {
+                StoreError::reject_nul(field, value)?;
+            }
+        }
         let done = on_pool!(self, pool => {
             sqlx::query(
                 "UPDATE experiments SET name = COALESCE($2, name), description = COALESCE($3, description), \
@@ -294,4 +317,10 @@ fn order_clause(sort: ExperimentSort, dir: &str) -> String {
     // overlap.
     let nulls = if nullable { " NULLS LAST" } else { "" };
     format!("{column} {dir}{nulls}, e.id {dir}")
+}
+
+/// Labels are stored as JSON (where a NUL would be escaped), but refused like every other text
+/// so that a label reads back, filters and prints the same everywhere.
+fn reject_nul_labels(labels: &[String]) -> StoreResult<()> {
+    labels.iter().try_for_each(|label| StoreError::reject_nul("label", label))
 }

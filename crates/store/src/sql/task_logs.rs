@@ -53,6 +53,19 @@ struct Numbered<'a> {
 
 impl SqlStore {
     pub(crate) async fn insert_logs_impl(&self, lines: &[NewLogLine]) -> StoreResult<()> {
+        // The line itself is stored as bytes (a process may print NUL); the fields beside it are
+        // text columns, checked here so one bad line fails only its own batch, never the group
+        // commit it would join.
+        for line in lines {
+            let optional = [("allocation id", &line.allocation_id), ("agent id", &line.agent_id), ("container id", &line.container_id)];
+            let more = [("log source", &line.source), ("stdtype", &line.stdtype), ("log level", &line.level)];
+            crate::error::StoreError::reject_nul("task id", &line.task_id)?;
+            for (field, value) in optional.into_iter().chain(more) {
+                if let Some(value) = value {
+                    crate::error::StoreError::reject_nul(field, value)?;
+                }
+            }
+        }
         self.insert_log_chunks_impl(group_lines(lines)).await
     }
 

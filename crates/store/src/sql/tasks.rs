@@ -49,6 +49,7 @@ impl SqlStore {
     }
 
     pub(crate) async fn task_by_id_impl(&self, task_id: &str) -> StoreResult<TaskWithAllocations> {
+        super::findable("task", task_id)?;
         let task_sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1");
         let alloc_sql = format!("SELECT {ALLOCATION_COLUMNS} FROM allocations WHERE task_id = $1 ORDER BY start_time, allocation_id");
         let (task, allocations) = on_pool!(self, pool => {
@@ -123,6 +124,7 @@ impl SqlStore {
     }
 
     pub(crate) async fn allocation_by_id_impl(&self, allocation_id: &str) -> StoreResult<AllocationRecord> {
+        super::findable("allocation", allocation_id)?;
         let sql = format!("SELECT {ALLOCATION_COLUMNS} FROM allocations WHERE allocation_id = $1");
         let found = on_pool!(self, pool => {
             sqlx::query_as::<_, AllocationRecord>(AssertSqlSafe(sql.as_str())).bind(allocation_id).fetch_optional(pool).await?

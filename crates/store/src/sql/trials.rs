@@ -97,6 +97,7 @@ impl SqlStore {
     }
 
     pub(crate) async fn trial_by_task_id_impl(&self, task_id: &str) -> StoreResult<TrialRecord> {
+        super::findable("trial", task_id)?;
         let sql = format!("SELECT {TRIAL_COLUMNS} FROM trials WHERE task_id = $1");
         let found = on_pool!(self, pool => {
             sqlx::query_as::<_, TrialRow>(AssertSqlSafe(sql.as_str())).bind(task_id).fetch_optional(pool).await?
@@ -153,6 +154,7 @@ impl SqlStore {
     }
 
     pub(crate) async fn set_trial_runner_state_impl(&self, id: i32, runner_state: &str) -> StoreResult<()> {
+        crate::error::StoreError::reject_nul("runner state", runner_state)?;
         let done = on_pool!(self, pool => {
             sqlx::query("UPDATE trials SET runner_state = $2 WHERE id = $1").bind(id).bind(runner_state).execute(pool).await?.rows_affected()
         });

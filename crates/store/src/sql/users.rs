@@ -2,16 +2,24 @@ use sqlx::AssertSqlSafe;
 
 use super::{SqlStore, on_pool};
 use crate::error::{StoreError, StoreResult};
-use crate::model::{NewUser, OrderDirection, UserFilter, UserPage, UserPatch, UserRecord, UserSort};
+use crate::model::{NewUser, OrderDirection, RevokeSessions, UserFilter, UserPage, UserPatch, UserRecord, UserSort};
 
 const USER_COLUMNS: &str = "id, username, display_name, admin, active, remote, password_hash, modified_at, last_auth_at";
 
 /// Shared WHERE clause of the list and count queries; `$1`..`$3` are active, admin, name pattern.
-const USER_FILTER: &str = "($1 IS NULL OR active = $1) AND ($2 IS NULL OR admin = $2) \
-     AND ($3 IS NULL OR LOWER(username) LIKE $3 OR LOWER(display_name) LIKE $3)";
+/// Names fold ASCII case only, as SQLite's `LOWER` does (PostgreSQL's under the "C" collation).
+fn user_filter(sqlite: bool) -> String {
+    let c = if sqlite { "" } else { r#" COLLATE "C""# };
+    format!(
+        "($1 IS NULL OR active = $1) AND ($2 IS NULL OR admin = $2) \
+         AND ($3 IS NULL OR LOWER(username{c}) LIKE $3 OR LOWER(display_name{c}) LIKE $3)"
+    )
+}
 
 impl SqlStore {
     pub(crate) async fn insert_user(&self, user: NewUser, if_absent: bool) -> StoreResult<Option<UserRecord>> {
+        StoreError::reject_nul("username", &user.username)?;
+        StoreError::reject_nul("display name", &user.display_name)?;
         let conflict = if if_absent { " ON CONFLICT (username) DO NOTHING" } else { "" };
         let sql = format!(
             "INSERT INTO users (username, display_name, admin, active, remote, password_hash, modified_at) \
@@ -41,6 +49,7 @@ impl SqlStore {
     }
 
     pub(crate) async fn user_by_name_impl(&self, username: &str) -> StoreResult<UserRecord> {
+        super::findable("user", username)?;
         let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE username = $1");
         let found = on_pool!(self, pool => {
             sqlx::query_as::<_, UserRecord>(AssertSqlSafe(sql.as_str())).bind(username).fetch_optional(pool).await?
@@ -49,14 +58,19 @@ impl SqlStore {
     }
 
     pub(crate) async fn list_users_impl(&self, filter: &UserFilter) -> StoreResult<UserPage> {
-        let pattern = filter.name.as_ref().map(|n| format!("%{}%", escape_like(&n.to_lowercase())));
+        // No stored name holds a NUL (writes refuse it); binding one would fail on PostgreSQL.
+        if filter.name.as_ref().is_some_and(|n| n.contains('\0')) {
+            return Ok(UserPage { users: Vec::new(), total: 0 });
+        }
+        let pattern = filter.name.as_ref().map(|n| format!("%{}%", escape_like(&n.to_ascii_lowercase())));
+        let user_filter = user_filter(matches!(self.pool, super::Pool::Sqlite(_)));
         let order = order_clause(filter.sort, filter.order);
         // LIMIT -1 would be SQLite-only; "all rows" is expressed as the largest i64 instead.
         let limit = filter.limit.unwrap_or(i64::MAX);
         // One round trip: the window count is taken before LIMIT/OFFSET, so it is the full total.
         let list_sql =
-            format!("SELECT {USER_COLUMNS}, COUNT(*) OVER () AS total FROM users WHERE {USER_FILTER} ORDER BY {order} LIMIT $4 OFFSET $5");
-        let count_sql = format!("SELECT COUNT(*) FROM users WHERE {USER_FILTER}");
+            format!("SELECT {USER_COLUMNS}, COUNT(*) OVER () AS total FROM users WHERE {user_filter} ORDER BY {order} LIMIT $4 OFFSET $5");
+        let count_sql = format!("SELECT COUNT(*) FROM users WHERE {user_filter}");
         on_pool!(self, pool => {
             let rows = sqlx::query_as::<_, CountedUser>(AssertSqlSafe(list_sql.as_str()))
                 .bind(filter.active)
@@ -94,11 +108,36 @@ impl SqlStore {
                modified_at = COALESCE($9, modified_at) \
              WHERE id = $1 RETURNING {USER_COLUMNS}"
         );
+        for (field, value) in [("username", &patch.username), ("display name", &patch.display_name)] {
+            if let Some(value) = value {
+                StoreError::reject_nul(field, value)?;
+            }
+        }
         let set_password = patch.password_hash.is_some();
         let new_hash = patch.password_hash.clone().flatten();
         let key = patch.username.clone().unwrap_or_else(|| id.to_string());
+        let removes_admin = patch.admin == Some(false) || patch.active == Some(false);
+        // Session ids start at 1, so -1 keeps none.
+        let revoke_keeping = patch.revoke_sessions.map(|r| match r {
+            RevokeSessions::All => -1_i64,
+            RevokeSessions::AllBut(keep) => keep,
+        });
+        let sqlite = matches!(self.pool, super::Pool::Sqlite(_));
         let updated = on_pool!(self, pool => {
-            sqlx::query_as::<_, UserRecord>(AssertSqlSafe(sql.as_str()))
+            // SQLite: take the write lock first, so the admin count below cannot change before
+            // the update. PostgreSQL: `FOR UPDATE` on the active admins does the same.
+            let mut tx = if sqlite { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            if removes_admin {
+                let lock = if sqlite { "" } else { " FOR UPDATE" };
+                let admins_sql = format!("SELECT id FROM users WHERE admin AND active ORDER BY id{lock}");
+                let admins: Vec<i32> = sqlx::query_scalar(AssertSqlSafe(admins_sql.as_str())).fetch_all(&mut *tx).await?;
+                if admins == [id] {
+                    return Err(StoreError::Precondition {
+                        reason: "this is the last active admin: make another user an active admin first",
+                    });
+                }
+            }
+            let updated = sqlx::query_as::<_, UserRecord>(AssertSqlSafe(sql.as_str()))
                 .bind(id)
                 .bind(&patch.username)
                 .bind(&patch.display_name)
@@ -108,10 +147,15 @@ impl SqlStore {
                 .bind(set_password)
                 .bind(&new_hash)
                 .bind(patch.now)
-                .fetch_optional(pool)
+                .fetch_optional(&mut *tx)
                 .await
-        })
-        .map_err(|e| StoreError::from_write("user", key, e))?;
+                .map_err(|e| StoreError::from_write("user", key, e))?;
+            if let (Some(_), Some(keep)) = (&updated, revoke_keeping) {
+                sqlx::query("DELETE FROM user_sessions WHERE user_id = $1 AND id <> $2").bind(id).bind(keep).execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+            updated
+        });
         updated.ok_or_else(|| StoreError::not_found("user", id))
     }
 

@@ -33,6 +33,7 @@ impl SqlStore {
     }
 
     pub(crate) async fn project_by_names_impl(&self, workspace: &str, project: &str) -> StoreResult<ProjectRecord> {
+        super::findable("project", &format!("{workspace}/{project}"))?;
         const SQL: &str = project_select!("WHERE w.name = $1 AND p.name = $2");
         let found = on_pool!(self, pool => {
             sqlx::query_as::<_, ProjectRecord>(SQL).bind(workspace).bind(project).fetch_optional(pool).await?
