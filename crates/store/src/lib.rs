@@ -20,6 +20,7 @@ mod model_logs;
 mod model_metrics;
 mod model_tasks;
 mod model_trials;
+mod model_workloads;
 mod sql;
 mod summary;
 
@@ -45,6 +46,7 @@ pub use model_tasks::{
     TaskFilter, TaskRecord, TaskWithAllocations,
 };
 pub use model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
+pub use model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
 pub use sql::{PostgresOptions, SqlStore};
 
 use std::collections::BTreeMap;
@@ -155,6 +157,18 @@ pub trait Store: Send + Sync + 'static {
     async fn archive_metrics_after(&self, trial_id: i32, run_id: i32, steps_completed: i64, group: Option<&str>) -> StoreResult<u64>;
     /// The trial's reports (of `group`, or all) by steps completed.
     async fn metrics_for_trial(&self, trial_id: i32, group: Option<&str>, include_archived: bool) -> StoreResult<Vec<MetricRecord>>;
+    /// A keyset page of the trial's live reports by `(steps_completed, id)`: reads only the
+    /// rows it returns.
+    async fn metrics_page(&self, query: &MetricPageQuery) -> StoreResult<Vec<MetricRecord>>;
+    /// A page of the trial's workloads (live reports of the filter's groups and checkpoints),
+    /// ordered and cut in SQL; only the page's rows are read whole. Ties in the order go by
+    /// batches, then training before validation before checkpoint, then report time.
+    async fn trial_workloads(&self, trial_id: i32, filter: &WorkloadFilter) -> StoreResult<WorkloadPage>;
+    /// Metric rows this store has decoded since it opened (a cost counter for tests and
+    /// benchmarks: a paged read must not grow it by more than its page).
+    fn metric_rows_decoded(&self) -> u64 {
+        0
+    }
     /// The live validation report with the most steps.
     async fn latest_validation(&self, trial_id: i32) -> StoreResult<Option<MetricRecord>>;
     /// The best live validation value of `metric_name` across the experiment's trials.

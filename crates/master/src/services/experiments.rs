@@ -22,6 +22,7 @@ use crate::domain::experiment_state::ExperimentState;
 use crate::domain::task_container_defaults::TaskContainerDefaults;
 use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
+use crate::services::paging::MAX_PAGE_SIZE;
 
 /// GetExperiments' page size when the request gives none (`limit` 0).
 const DEFAULT_PAGE_SIZE: i64 = 100;
@@ -253,25 +254,30 @@ impl ExperimentService {
             offset: q.offset.max(0),
             limit: None,
         };
+        // "All" (-1) and anything longer is one page of the common bound; `pagination` says
+        // where the next one starts.
+        let limit = match q.limit {
+            -1 => MAX_PAGE_SIZE,
+            n => n.min(MAX_PAGE_SIZE),
+        };
         let page_size = |start: i64, total: i64| {
-            let (s, e) = experiments_window(start, q.limit, total);
+            let (s, e) = experiments_window(start, limit, total);
             e - s
         };
         if q.offset < 0 {
             // Negative offsets count from the end, so the total comes first.
             let total = self.store.list_experiments(&ExperimentFilter { limit: Some(0), ..filter.clone() }).await?.total;
-            filter.offset = experiments_window(q.offset, q.limit, total).0;
+            filter.offset = experiments_window(q.offset, limit, total).0;
             filter.limit = Some(page_size(filter.offset, total));
         } else {
-            filter.limit = match q.limit {
+            filter.limit = match limit {
                 -2 => Some(0),
-                -1 => None,
                 0 => Some(DEFAULT_PAGE_SIZE),
                 n => Some(n),
             };
         }
         let page = self.store.list_experiments(&filter).await?;
-        let (start, end) = experiments_window(q.offset, q.limit, page.total);
+        let (start, end) = experiments_window(q.offset, limit, page.total);
         let mut projects: HashMap<i32, ProjectRecord> = HashMap::new();
         let mut items = Vec::with_capacity(page.experiments.len());
         for record in page.experiments {

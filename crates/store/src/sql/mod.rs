@@ -24,6 +24,7 @@ mod tasks;
 mod templates;
 mod trials;
 mod users;
+mod workloads;
 mod workspaces;
 
 use std::path::Path;
@@ -80,6 +81,8 @@ pub struct SqlStore {
     pub(crate) summaries: Arc<summary_cache::SummaryCache>,
     /// SQLite files only: the metric admission path's own connection and thread.
     pub(crate) sqlite_metrics: Option<sqlite_metrics::SqliteMetricsWriter>,
+    /// Metric rows decoded by reads (see `Store::metric_rows_decoded`).
+    pub(crate) decoded_metric_rows: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Connection settings for PostgreSQL, named as in upstream's `db` block of master.yaml.
@@ -115,7 +118,7 @@ impl SqlStore {
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).test_before_acquire(false).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
         let mut store =
-            SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None };
+            SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None, decoded_metric_rows: Default::default() };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
         store.sqlite_metrics = Some(sqlite_metrics::SqliteMetricsWriter::start(path)?);
@@ -128,7 +131,7 @@ impl SqlStore {
         // One connection: every in-memory connection would otherwise be its own database.
         let pool = SqlitePoolOptions::new().max_connections(1).idle_timeout(None).max_lifetime(None).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None })
+        Ok(SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None, decoded_metric_rows: Default::default() })
     }
 
     /// Connects to PostgreSQL and applies pending migrations.
@@ -147,7 +150,7 @@ impl SqlStore {
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await.map_err(StoreError::Migration)?;
         let store =
-            SqlStore { pool: Pool::Postgres(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None };
+            SqlStore { pool: Pool::Postgres(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None, decoded_metric_rows: Default::default() };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
         Ok(store)

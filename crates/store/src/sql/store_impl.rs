@@ -24,6 +24,7 @@ use crate::model_tasks::{
     TaskFilter, TaskRecord, TaskWithAllocations,
 };
 use crate::model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord};
+use crate::model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage};
 
 #[async_trait]
 impl Store for SqlStore {
@@ -213,6 +214,18 @@ impl Store for SqlStore {
 
     async fn metrics_for_trial(&self, trial_id: i32, group: Option<&str>, include_archived: bool) -> StoreResult<Vec<MetricRecord>> {
         self.metrics_for_trial_impl(trial_id, group, include_archived).await
+    }
+
+    async fn metrics_page(&self, query: &MetricPageQuery) -> StoreResult<Vec<MetricRecord>> {
+        self.metrics_page_impl(query).await
+    }
+
+    async fn trial_workloads(&self, trial_id: i32, filter: &WorkloadFilter) -> StoreResult<WorkloadPage> {
+        self.trial_workloads_impl(trial_id, filter).await
+    }
+
+    fn metric_rows_decoded(&self) -> u64 {
+        self.decoded_metric_rows.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     async fn latest_validation(&self, trial_id: i32) -> StoreResult<Option<MetricRecord>> {
