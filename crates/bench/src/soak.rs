@@ -56,7 +56,8 @@ pub struct SoakReport {
     pub timeline: Vec<(u64, u64, u64)>,
 }
 
-const READS: [&str; 3] = ["GET /api/v1/experiments?limit=100", "GET /api/v1/experiments/{id}", "GET /api/v1/trials/{id}/workloads?limit=10"];
+const READS: [&str; 3] =
+    ["GET /api/v1/experiments?limit=100", "GET /api/v1/experiments/{id}", "GET /api/v1/trials/{id}/workloads?limit=10"];
 
 pub async fn run(http: &reqwest::Client, master: &Master, token: &str, plan: SoakPlan) -> Result<SoakReport> {
     let base = master.base.clone();
@@ -247,10 +248,7 @@ async fn outcome(sent: reqwest::Result<reqwest::Response>) -> Result<(), String>
 impl SoakReport {
     pub fn print(&self) {
         let mib = |kib: u64| kib as f64 / 1024.0;
-        println!(
-            "### Soak ({} readers, {} reporting trials, {:.0} s)\n",
-            self.readers, self.plan_trials, self.seconds
-        );
+        println!("### Soak ({} readers, {} reporting trials, {:.0} s)\n", self.readers, self.plan_trials, self.seconds);
         println!("| Read | Requests | Errors | p50 ms | p95 ms | p99 ms | max ms |");
         println!("|---|---:|---:|---:|---:|---:|---:|");
         for r in &self.reads {

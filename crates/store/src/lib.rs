@@ -126,6 +126,8 @@ pub trait Store: Send + Sync + 'static {
     async fn trial_by_id(&self, id: i32) -> StoreResult<TrialRecord>;
     async fn trial_by_task_id(&self, task_id: &str) -> StoreResult<TrialRecord>;
     async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage>;
+    /// The experiment's trial ids, ascending (an experiment's describe: no trial row read whole).
+    async fn experiment_trial_ids(&self, experiment_id: i32) -> StoreResult<Vec<i32>>;
     async fn update_trial_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()>;
     /// Compare-and-set: moves to `to` only from one of `from`; returns whether it did.
     async fn update_trial_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool>;
@@ -189,6 +191,9 @@ pub trait Store: Send + Sync + 'static {
     async fn report_checkpoints(&self, checkpoints: &[NewCheckpoint]) -> StoreResult<()>;
     async fn checkpoint_by_uuid(&self, uuid: &str) -> StoreResult<CheckpointRecord>;
     async fn list_checkpoints(&self, filter: &CheckpointFilter) -> StoreResult<CheckpointPage>;
+    /// How many of the experiment's checkpoints are in `state`, and their total size, in one
+    /// aggregate (no row read whole).
+    async fn checkpoint_totals(&self, experiment_id: i32, state: &str) -> StoreResult<(i64, i64)>;
     /// Sets the state of every listed checkpoint that exists; returns how many.
     async fn set_checkpoints_state(&self, uuids: &[String], state: &str) -> StoreResult<u64>;
     /// After files were deleted from storage: the remaining resources (size follows) and state.

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
-use resolute_store::{CheckpointFilter, CheckpointRecord, CheckpointSort, MetricRecord, OrderDirection, TrialFilter, TrialRecord, TrialSort};
+use resolute_store::{
+    CheckpointFilter, CheckpointRecord, CheckpointSort, MetricRecord, OrderDirection, TrialFilter, TrialRecord, TrialSort,
+};
 use serde_json::Value;
 
 use super::experiments::{ExperimentService, ListPage, searcher_metric};

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use resolute_expconf::{Defaults, ExperimentConfig, merge_under, parse_experiment_config};
 use resolute_store::{
-    BestValidation, CHECKPOINT_COMPLETED, CheckpointFilter, DEFAULT_PROJECT_ID, ExperimentFilter, ExperimentRecord, ExperimentSort,
-    NewExperiment, OrderDirection, ProjectRecord, Store, StoreError, TrialFilter, db_now,
+    BestValidation, CHECKPOINT_COMPLETED, DEFAULT_PROJECT_ID, ExperimentFilter, ExperimentRecord, ExperimentSort, NewExperiment,
+    OrderDirection, ProjectRecord, Store, StoreError, TrialFilter, TrialSort, db_now,
 };
 use serde_json::{Value, json};
 
@@ -323,20 +323,27 @@ impl ExperimentService {
     /// The record with its project, trial ids, checkpoint totals and best validation.
     pub(super) async fn view(&self, record: ExperimentRecord) -> ApiResult<ExperimentView> {
         let project = self.store.project_by_id(record.project_id).await?;
-        let trials = self.store.list_trials(&TrialFilter { experiment_id: record.id, ..Default::default() }).await?;
-        let trial_ids: Vec<i32> = trials.trials.iter().map(|t| t.id).collect();
-        let completed =
-            CheckpointFilter { experiment_id: Some(record.id), states: vec![CHECKPOINT_COMPLETED.to_owned()], ..Default::default() };
-        let checkpoints = self.store.list_checkpoints(&completed).await?;
-        let size = checkpoints.checkpoints.iter().map(|c| c.size).sum();
+        // Narrow reads only: a describe costs the same however long the experiment has run.
+        let trial_ids = self.store.experiment_trial_ids(record.id).await?;
+        let checkpoints = self.store.checkpoint_totals(record.id, CHECKPOINT_COMPLETED).await?;
         let (metric, smaller_is_better) = searcher_metric(&record.config);
         let best_validation = match metric {
-            Some(metric) if !trial_ids.is_empty() => {
-                self.store.best_validation_for_experiment(record.id, metric, smaller_is_better).await?
-            }
+            Some(_) if !trial_ids.is_empty() => self.best_trial(record.id, smaller_is_better).await?,
             _ => None,
         };
-        Ok(ExperimentView { num_trials: trials.total, record, project, trial_ids, checkpoints: (checkpoints.total, size), best_validation })
+        Ok(ExperimentView { num_trials: trial_ids.len() as i64, record, project, trial_ids, checkpoints, best_validation })
+    }
+}
+
+impl ExperimentService {
+    /// The trial with the best searcher-metric validation, from the trials' `best_validation`
+    /// (kept with every validation that carries the searcher metric): one indexed row, not the
+    /// experiment's validations. `steps_completed` is not known here (0).
+    pub(super) async fn best_trial(&self, experiment_id: i32, smaller_is_better: bool) -> ApiResult<Option<BestValidation>> {
+        let order = if smaller_is_better { OrderDirection::Asc } else { OrderDirection::Desc };
+        let filter = TrialFilter { experiment_id, sort: TrialSort::BestValidation, order, limit: Some(1), ..Default::default() };
+        let best = self.store.list_trials(&filter).await?.trials.into_iter().next();
+        Ok(best.and_then(|t| Some(BestValidation { trial_id: t.id, steps_completed: 0, value: t.best_validation? })))
     }
 }
 

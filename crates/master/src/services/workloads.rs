@@ -108,7 +108,11 @@ const REPORTS_AT_A_STEP: i64 = 100;
 
 /// The trial's last live training and validation reports at exactly `steps_completed` (what a
 /// checkpoint taken at that step shows), read by index: two short queries whatever the history.
-pub async fn reports_at_step(store: &dyn Store, trial_id: i32, steps_completed: i64) -> ApiResult<(Option<MetricRecord>, Option<MetricRecord>)> {
+pub async fn reports_at_step(
+    store: &dyn Store,
+    trial_id: i32,
+    steps_completed: i64,
+) -> ApiResult<(Option<MetricRecord>, Option<MetricRecord>)> {
     let mut out = (None, None);
     for group in [TRAINING_GROUP, VALIDATION_GROUP] {
         let query = MetricPageQuery {

@@ -58,7 +58,8 @@ pub async fn workloads_cost_their_page_not_the_history(m: &TestMaster) {
     // The legacy metrics stream reads the history in keyset batches and sends all of it.
     let r = m.get(&format!("/api/v1/trials/metrics/trial_metrics?trialIds={}&group=training", trial.id), Some(&admin)).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let sent: usize = r.text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["result"]["metrics"].as_array().unwrap().len()).sum();
+    let sent: usize =
+        r.text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["result"]["metrics"].as_array().unwrap().len()).sum();
     assert_eq!(sent, REPORTS as usize);
 }
 

@@ -117,8 +117,13 @@ impl SqlStore {
         // ping is a round trip to the connection's thread on every query.
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).test_before_acquire(false).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        let mut store =
-            SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None, decoded_metric_rows: Default::default() };
+        let mut store = SqlStore {
+            pool: Pool::Sqlite(pool),
+            log_group: Default::default(),
+            summaries: Default::default(),
+            sqlite_metrics: None,
+            decoded_metric_rows: Default::default(),
+        };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
         store.sqlite_metrics = Some(sqlite_metrics::SqliteMetricsWriter::start(path)?);
@@ -131,7 +136,13 @@ impl SqlStore {
         // One connection: every in-memory connection would otherwise be its own database.
         let pool = SqlitePoolOptions::new().max_connections(1).idle_timeout(None).max_lifetime(None).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None, decoded_metric_rows: Default::default() })
+        Ok(SqlStore {
+            pool: Pool::Sqlite(pool),
+            log_group: Default::default(),
+            summaries: Default::default(),
+            sqlite_metrics: None,
+            decoded_metric_rows: Default::default(),
+        })
     }
 
     /// Connects to PostgreSQL and applies pending migrations.
@@ -149,8 +160,13 @@ impl SqlStore {
             .connect_with(connect)
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await.map_err(StoreError::Migration)?;
-        let store =
-            SqlStore { pool: Pool::Postgres(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None, decoded_metric_rows: Default::default() };
+        let store = SqlStore {
+            pool: Pool::Postgres(pool),
+            log_group: Default::default(),
+            summaries: Default::default(),
+            sqlite_metrics: None,
+            decoded_metric_rows: Default::default(),
+        };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
         Ok(store)

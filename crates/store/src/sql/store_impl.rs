@@ -164,6 +164,10 @@ impl Store for SqlStore {
         self.trial_by_task_id_impl(task_id).await
     }
 
+    async fn experiment_trial_ids(&self, experiment_id: i32) -> StoreResult<Vec<i32>> {
+        self.experiment_trial_ids_impl(experiment_id).await
+    }
+
     async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage> {
         self.list_trials_impl(filter).await
     }
@@ -253,6 +257,10 @@ impl Store for SqlStore {
 
     async fn checkpoint_by_uuid(&self, uuid: &str) -> StoreResult<CheckpointRecord> {
         self.checkpoint_by_uuid_impl(uuid).await
+    }
+
+    async fn checkpoint_totals(&self, experiment_id: i32, state: &str) -> StoreResult<(i64, i64)> {
+        self.checkpoint_totals_impl(experiment_id, state).await
     }
 
     async fn list_checkpoints(&self, filter: &CheckpointFilter) -> StoreResult<CheckpointPage> {

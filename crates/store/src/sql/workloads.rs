@@ -1,4 +1,5 @@
-//! A trial's workloads and keyset pages of its reports, cut to a page in SQL: the order and the
+//! A trial's workloads and keyset pages of its reports, cut to a page in SQL (and the narrow
+//! aggregates an experiment's describe needs instead of whole rows): the order and the
 //! window are computed over narrow rows (ids, steps, times; a metric value only when sorting by
 //! one), then only the page's rows are read whole and decoded.
 
@@ -28,6 +29,18 @@ struct Slot {
 }
 
 impl SqlStore {
+    pub(crate) async fn experiment_trial_ids_impl(&self, experiment_id: i32) -> StoreResult<Vec<i32>> {
+        const SQL: &str = "SELECT id FROM trials WHERE experiment_id = $1 ORDER BY id";
+        Ok(on_pool!(self, pool => sqlx::query_scalar(SQL).bind(experiment_id).fetch_all(pool).await?))
+    }
+
+    pub(crate) async fn checkpoint_totals_impl(&self, experiment_id: i32, state: &str) -> StoreResult<(i64, i64)> {
+        // SUM of BIGINT is NUMERIC on PostgreSQL: cast back for one type on both backends.
+        const SQL: &str =
+            "SELECT COUNT(*), CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM checkpoints WHERE experiment_id = $1 AND state = $2";
+        Ok(on_pool!(self, pool => sqlx::query_as(SQL).bind(experiment_id).bind(state).fetch_one(pool).await?))
+    }
+
     pub(crate) async fn metrics_page_impl(&self, q: &MetricPageQuery) -> StoreResult<Vec<MetricRecord>> {
         if q.limit <= 0 {
             return Ok(Vec::new());

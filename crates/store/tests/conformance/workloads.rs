@@ -2,9 +2,7 @@
 //! only its own rows whatever the trial's history, with the same order, totals and filters on
 //! both backends.
 
-use resolute_store::{
-    MetricPageQuery, Store, TRAINING_GROUP, VALIDATION_GROUP, WorkloadFilter, WorkloadPage, WorkloadRecord,
-};
+use resolute_store::{MetricPageQuery, Store, TRAINING_GROUP, VALIDATION_GROUP, WorkloadFilter, WorkloadPage, WorkloadRecord};
 use serde_json::json;
 
 use crate::fixtures::{checkpoint, experiment, report, trial};
@@ -130,7 +128,8 @@ pub async fn metric_pages_follow_a_keyset(store: &dyn Store) {
     assert_eq!(seen, (1..=250).collect::<Vec<_>>(), "every report once, in step order");
 
     // At one step, in report order (the last is the latest).
-    let at = MetricPageQuery { trial_id: t.id, group: Some(VALIDATION_GROUP.to_owned()), steps_completed: Some(100), limit: 10, after: None };
+    let at =
+        MetricPageQuery { trial_id: t.id, group: Some(VALIDATION_GROUP.to_owned()), steps_completed: Some(100), limit: 10, after: None };
     let found = store.metrics_page(&at).await.unwrap();
     assert_eq!(found.iter().map(|m| m.avg_metrics["loss"].clone()).collect::<Vec<_>>(), [json!(0.5), json!(0.25)]);
     let every_group = MetricPageQuery { group: None, ..at.clone() };
