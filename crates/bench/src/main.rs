@@ -31,6 +31,7 @@ mod metrics;
 mod proxy;
 mod soak;
 mod trials;
+mod workloads;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -68,6 +69,8 @@ enum Mode {
     Proxy,
     /// Readers and reporting trials for minutes; the master's RSS over time (not in `all`).
     Soak,
+    /// `GET …/workloads?limit=10` on a trial with `--reports` reports (not in `all`).
+    Workloads,
     /// All of the above but `soak`, in order.
     All,
 }
@@ -132,6 +135,9 @@ struct Args {
     /// `proxy`: sequential small GETs measured each way (direct and proxied).
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
     proxy_requests: u64,
+    /// `workloads`: the trial's reports.
+    #[arg(long, default_value_t = 25_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    reports: u64,
     /// `soak`: seconds of load.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     soak_seconds: u64,
@@ -144,8 +150,9 @@ struct Args {
     /// `soak`: milliseconds between one trial's metric reports.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     report_ms: u64,
-    /// `soak`: seconds after the load before the last RSS sample.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=600))]
+    /// `soak`: seconds after the load before the last RSS sample (the SQLite pool closes idle
+    /// connections after 30 s, checked every 30 s).
+    #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u64).range(0..=600))]
     settle: u64,
     /// `proxy`: size of the large streamed response, in MB.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=100_000))]
@@ -240,6 +247,7 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
             };
             soak::run(&http, &master, &token, plan).await.map(|r| r.print())
         }
+        Mode::Workloads => workloads::run(&http, &master, &token, args.reports, seconds).await.map(|r| r.print()),
         Mode::Http | Mode::Proxy | Mode::All => Ok(()),
     };
     let outcome = outcome.with_context(|| format!("master log:\n{}", master::tail(&master.log)));

@@ -41,6 +41,12 @@ use crate::error::{StoreError, StoreResult};
 /// vary with the batch size (bucketed), beside every fixed query.
 const STATEMENT_CACHE: usize = 400;
 
+/// SQLite's page cache per pooled connection (`PRAGMA cache_size`, negative: KiB).
+const SQLITE_CACHE_KIB: &str = "-2048";
+
+/// How long a pooled SQLite connection beyond the first may sit idle before it is closed.
+const SQLITE_IDLE_CONNECTION: Duration = Duration::from_secs(30);
+
 /// Parses a JSON column; a document that does not parse is a backend fault.
 pub(crate) fn parse_json(column: &'static str, text: &str) -> StoreResult<serde_json::Value> {
     serde_json::from_str(text).map_err(|e| StoreError::corrupt(column, e))
@@ -109,13 +115,23 @@ impl SqlStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
             .statement_cache_capacity(STATEMENT_CACHE)
-            // Read pages through a memory map and keep more of them per connection: list pages
-            // read wide rows, and each pread is a syscall.
-            .pragma("mmap_size", "268435456")
-            .pragma("cache_size", "-16384");
+            // No memory map, and a small page cache per connection: the master's memory must not
+            // grow with the database. A mapped page counts in the master's RSS once per
+            // connection that touched it (up to 8 x 256 MiB), and 16 MiB caches on 8 connections
+            // were 128 MiB of heap that stayed after a load (see bench/README.md, Soak); the
+            // kernel's page cache still holds the file.
+            .pragma("mmap_size", "0")
+            .pragma("cache_size", SQLITE_CACHE_KIB);
         // No ping before handing out a connection: a local file does not drop connections, and the
         // ping is a round trip to the connection's thread on every query.
-        let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).test_before_acquire(false).connect_with(options).await?;
+        // Connections opened for a burst are closed once idle, with their caches.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .min_connections(1)
+            .idle_timeout(SQLITE_IDLE_CONNECTION)
+            .test_before_acquire(false)
+            .connect_with(options)
+            .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
         let mut store = SqlStore {
             pool: Pool::Sqlite(pool),
