@@ -84,7 +84,7 @@ pub async fn run(http: &reqwest::Client, master: &Master, token: &str, plan: Soa
                 tick.tick().await;
                 step += 1;
                 let x = step as f64;
-                let group = if step % 10 == 0 { "validation" } else { "training" };
+                let group = if step.is_multiple_of(10) { "validation" } else { "training" };
                 let body = format!(
                     r#"{{"group":"{group}","metrics":{{"trialId":{},"trialRunId":{},"stepsCompleted":{step},"metrics":{{"avgMetrics":{{"loss":{},"accuracy":{},"lr":0.1,"m3":{},"m4":{},"m5":{},"m6":{},"m7":{},"m8":{},"m9":{}}}}}}}}}"#,
                     t.trial_id,
