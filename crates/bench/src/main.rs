@@ -29,7 +29,9 @@ mod logs;
 mod master;
 mod metrics;
 mod proxy;
+mod soak;
 mod trials;
+mod workloads;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -65,7 +67,11 @@ enum Mode {
     Asha,
     /// `/proxy/{task}/` to a local HTTP service: added latency and streaming throughput.
     Proxy,
-    /// All of the above, in order.
+    /// Readers and reporting trials for minutes; the master's RSS over time (not in `all`).
+    Soak,
+    /// `GET …/workloads?limit=10` on a trial with `--reports` reports (not in `all`).
+    Workloads,
+    /// All of the above but `soak`, in order.
     All,
 }
 
@@ -129,6 +135,25 @@ struct Args {
     /// `proxy`: sequential small GETs measured each way (direct and proxied).
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
     proxy_requests: u64,
+    /// `workloads`: the trial's reports.
+    #[arg(long, default_value_t = 25_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    reports: u64,
+    /// `soak`: seconds of load.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    soak_seconds: u64,
+    /// `soak`: concurrent readers (experiment list, experiment describe, trial workloads).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    readers: u64,
+    /// `soak`: reporting trials.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    soak_trials: u64,
+    /// `soak`: milliseconds between one trial's metric reports.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    report_ms: u64,
+    /// `soak`: seconds after the load before the last RSS sample (the SQLite pool closes idle
+    /// connections after 30 s, checked every 30 s).
+    #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u64).range(0..=600))]
+    settle: u64,
     /// `proxy`: size of the large streamed response, in MB.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     proxy_mb: u64,
@@ -212,6 +237,17 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
             list::run(&http, base, &token, args.experiments as usize, clients, warmup, seconds).await.map(|r| r.print())
         }
         Mode::Asha => asha::run(&http, base, &token, master.pid(), asha_plan(args)?).await.map(|r| r.print()),
+        Mode::Soak => {
+            let plan = soak::SoakPlan {
+                trials: args.soak_trials as usize,
+                readers: args.readers as usize,
+                report_every: Duration::from_millis(args.report_ms),
+                duration: Duration::from_secs(args.soak_seconds),
+                settle: Duration::from_secs(args.settle),
+            };
+            soak::run(&http, &master, &token, plan).await.map(|r| r.print())
+        }
+        Mode::Workloads => workloads::run(&http, &master, &token, args.reports, seconds).await.map(|r| r.print()),
         Mode::Http | Mode::Proxy | Mode::All => Ok(()),
     };
     let outcome = outcome.with_context(|| format!("master log:\n{}", master::tail(&master.log)));

@@ -123,12 +123,18 @@ impl Master {
 
     /// Resident set size of the master process, in KiB (`VmRSS` from /proc).
     pub fn rss_kib(&self) -> Result<u64> {
+        self.status_kib("VmRSS")
+    }
+
+    /// A size line of `/proc/<pid>/status` (`VmRSS`, `RssAnon`: the heap; `RssFile`: mapped
+    /// files, such as SQLite's memory-mapped database pages), in KiB.
+    pub fn status_kib(&self, key: &str) -> Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .context("no VmRSS in /proc/<pid>/status")
+            .with_context(|| format!("no {key} in /proc/<pid>/status"))
     }
 
     /// SIGTERM, then wait up to 10 s (SIGKILL after that). Returns how long the shutdown took.

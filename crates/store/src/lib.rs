@@ -20,6 +20,7 @@ mod model_logs;
 mod model_metrics;
 mod model_tasks;
 mod model_trials;
+mod model_workloads;
 mod sql;
 mod summary;
 
@@ -46,6 +47,7 @@ pub use model_tasks::{
     TaskFilter, TaskRecord, TaskWithAllocations,
 };
 pub use model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
+pub use model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
 pub use sql::{PostgresOptions, SqlStore};
 
 use std::collections::BTreeMap;
@@ -127,6 +129,8 @@ pub trait Store: Send + Sync + 'static {
     async fn trial_by_id(&self, id: i32) -> StoreResult<TrialRecord>;
     async fn trial_by_task_id(&self, task_id: &str) -> StoreResult<TrialRecord>;
     async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage>;
+    /// The experiment's trial ids, ascending (an experiment's describe: no trial row read whole).
+    async fn experiment_trial_ids(&self, experiment_id: i32) -> StoreResult<Vec<i32>>;
     async fn update_trial_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()>;
     /// Compare-and-set: moves to `to` only from one of `from`; returns whether it did.
     async fn update_trial_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool>;
@@ -158,6 +162,18 @@ pub trait Store: Send + Sync + 'static {
     async fn archive_metrics_after(&self, trial_id: i32, run_id: i32, steps_completed: i64, group: Option<&str>) -> StoreResult<u64>;
     /// The trial's reports (of `group`, or all) by steps completed.
     async fn metrics_for_trial(&self, trial_id: i32, group: Option<&str>, include_archived: bool) -> StoreResult<Vec<MetricRecord>>;
+    /// A keyset page of the trial's live reports by `(steps_completed, id)`: reads only the
+    /// rows it returns.
+    async fn metrics_page(&self, query: &MetricPageQuery) -> StoreResult<Vec<MetricRecord>>;
+    /// A page of the trial's workloads (live reports of the filter's groups and checkpoints),
+    /// ordered and cut in SQL; only the page's rows are read whole. Ties in the order go by
+    /// batches, then training before validation before checkpoint, then report time.
+    async fn trial_workloads(&self, trial_id: i32, filter: &WorkloadFilter) -> StoreResult<WorkloadPage>;
+    /// Metric rows this store has decoded since it opened (a cost counter for tests and
+    /// benchmarks: a paged read must not grow it by more than its page).
+    fn metric_rows_decoded(&self) -> u64 {
+        0
+    }
     /// The live validation report with the most steps.
     async fn latest_validation(&self, trial_id: i32) -> StoreResult<Option<MetricRecord>>;
     /// The best live validation value of `metric_name` across the experiment's trials.
@@ -178,6 +194,9 @@ pub trait Store: Send + Sync + 'static {
     async fn report_checkpoints(&self, checkpoints: &[NewCheckpoint]) -> StoreResult<()>;
     async fn checkpoint_by_uuid(&self, uuid: &str) -> StoreResult<CheckpointRecord>;
     async fn list_checkpoints(&self, filter: &CheckpointFilter) -> StoreResult<CheckpointPage>;
+    /// How many of the experiment's checkpoints are in `state`, and their total size, in one
+    /// aggregate (no row read whole).
+    async fn checkpoint_totals(&self, experiment_id: i32, state: &str) -> StoreResult<(i64, i64)>;
     /// Sets the state of every listed checkpoint that exists; returns how many.
     async fn set_checkpoints_state(&self, uuids: &[String], state: &str) -> StoreResult<u64>;
     /// After files were deleted from storage: the remaining resources (size follows) and state.

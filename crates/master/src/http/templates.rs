@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::extract::{JsonBody, QueryParams};
 use crate::error::ApiResult;
 use crate::services::Principal;
+use crate::services::paging::{MAX_UNPAGED_LIST, page_limit};
 use crate::state::AppState;
 
 fn wire(t: TemplateRecord) -> Template {
@@ -29,14 +30,15 @@ pub async fn list(
     QueryParams(q): QueryParams<GetTemplatesQuery>,
 ) -> ApiResult<Json<GetTemplatesResponse>> {
     let offset = i64::from(q.offset.unwrap_or(0).max(0));
-    let limit = i64::from(q.limit.unwrap_or(0).max(0));
+    // `det template list` reads them unpaged.
+    let limit = page_limit(i64::from(q.limit.unwrap_or(0)), MAX_UNPAGED_LIST);
     let filter = TemplateFilter { name_contains: q.name.filter(|n| !n.is_empty()), workspace_ids: q.workspace_ids, offset, limit };
     let (templates, total) = state.templates.list(&filter).await?;
     let count = templates.len() as i64;
     let clamp = |n: i64| i32::try_from(n).unwrap_or(i32::MAX);
     let pagination = Pagination {
         offset: clamp(offset),
-        limit: clamp(limit),
+        limit: q.limit.unwrap_or(0),
         start_index: clamp(offset.min(total)),
         end_index: clamp(offset.min(total) + count),
         total: clamp(total),

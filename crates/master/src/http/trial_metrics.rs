@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::response::Response;
 use resolute_api::error::ErrorBody;
-use resolute_store::{MetricRecord, TRAINING_GROUP, VALIDATION_GROUP};
+use resolute_store::{MetricPageQuery, MetricRecord, TRAINING_GROUP, VALIDATION_GROUP};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -25,7 +25,7 @@ pub struct StreamedMetrics {
 }
 
 /// Reports per streamed line, as upstream batches them.
-const BATCH: usize = 1000;
+const BATCH: i64 = 1000;
 
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -88,16 +88,24 @@ async fn stream(state: AppState, trial_ids: Vec<i32>, group: String) -> ApiResul
     let (tx, rx) = mpsc::channel(2);
     tokio::spawn(async move {
         for id in trial_ids {
-            let reports = match state.store.metrics_for_trial(id, Some(&group), false).await {
-                Ok(r) => r,
-                Err(e) => {
-                    let _ = tx.send(Err(e.into())).await;
+            // One batch in memory at a time, read by keyset: the stream costs what it sends.
+            let mut query = MetricPageQuery { trial_id: id, group: Some(group.clone()), steps_completed: None, after: None, limit: BATCH };
+            loop {
+                let reports = match state.store.metrics_page(&query).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = tx.send(Err(e.into())).await;
+                        return;
+                    }
+                };
+                let Some(last) = reports.last() else { break };
+                query.after = Some((last.steps_completed, last.id));
+                let full = reports.len() as i64 == BATCH;
+                if tx.send(Ok(vec![reports])).await.is_err() {
                     return;
                 }
-            };
-            for chunk in reports.chunks(BATCH) {
-                if tx.send(Ok(vec![chunk.to_vec()])).await.is_err() {
-                    return;
+                if !full {
+                    break;
                 }
             }
         }

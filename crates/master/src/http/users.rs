@@ -10,6 +10,7 @@ use resolute_store::{OrderDirection, UserRecord, UserSort};
 use super::extract::{JsonBody, QueryParams};
 use crate::auth::password::submitted_to_client_hash;
 use crate::error::{ApiError, ApiResult};
+use crate::services::paging::{MAX_UNPAGED_LIST, page_limit};
 use crate::services::{NewUserRequest, Principal, UserChanges, UserListQuery};
 use crate::state::AppState;
 
@@ -69,7 +70,8 @@ pub async fn list(
     let total = i32::try_from(page.total).unwrap_or(i32::MAX);
     Ok(Json(GetUsersResponse {
         users: page.users.into_iter().map(to_wire).collect(),
-        pagination: Pagination::resolve(offset, limit, total),
+        // The page the service returned (at most `MAX_UNPAGED_LIST` users); the request's limit echoed.
+        pagination: Pagination { limit, ..Pagination::resolve(offset, page_limit(i64::from(limit), MAX_UNPAGED_LIST) as i32, total) },
     }))
 }
 

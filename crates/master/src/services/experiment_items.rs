@@ -5,12 +5,13 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use resolute_store::{
-    CheckpointFilter, CheckpointRecord, CheckpointSort, MetricRecord, OrderDirection, TRAINING_GROUP, TrialFilter, TrialRecord, TrialSort,
-    VALIDATION_GROUP,
+    CheckpointFilter, CheckpointRecord, CheckpointSort, MetricRecord, OrderDirection, TrialFilter, TrialRecord, TrialSort,
 };
 use serde_json::Value;
 
 use super::experiments::{ExperimentService, ListPage, searcher_metric};
+use super::paging::{MAX_PAGE_SIZE, MAX_UNPAGED_LIST, page_limit, page_window};
+use super::workloads::reports_at_step;
 use crate::error::{ApiError, ApiResult};
 
 /// `GET /api/v1/experiments/{id}/trials` after parsing.
@@ -64,15 +65,17 @@ impl ExperimentService {
         // A missing experiment is a 404, not an empty list.
         self.store.experiment_by_id(experiment_id).await?;
         let mut filter = TrialFilter { experiment_id, states: q.states, sort: q.sort, order: q.order, offset: 0, limit: None };
+        // Upstream's CLI reads an experiment's trials unpaged (`det experiment describe`).
+        let limit = page_limit(q.limit, MAX_UNPAGED_LIST);
         let total =
             if q.offset < 0 { Some(self.store.list_trials(&TrialFilter { limit: Some(0), ..filter.clone() }).await?.total) } else { None };
         filter.offset = match total {
-            Some(total) => window(q.offset, q.limit, total).0,
+            Some(total) => page_window(q.offset, limit, total).0,
             None => q.offset,
         };
-        filter.limit = (q.limit > 0).then_some(q.limit);
+        filter.limit = Some(limit);
         let page = self.store.list_trials(&filter).await?;
-        let (start, end) = window(q.offset, q.limit, page.total);
+        let (start, end) = page_window(q.offset, limit, page.total);
         Ok(ListPage { items: page.trials, total: page.total, start, end })
     }
 
@@ -117,16 +120,18 @@ impl ExperimentService {
             offset: 0,
             limit: None,
         };
+        // Each row carries the experiment's config: pages stay at the common bound.
+        let limit = page_limit(q.limit, MAX_PAGE_SIZE);
         filter.offset = if q.offset < 0 {
             let total = self.store.list_checkpoints(&CheckpointFilter { limit: Some(0), ..filter.clone() }).await?.total;
-            window(q.offset, q.limit, total).0
+            page_window(q.offset, limit, total).0
         } else {
             q.offset
         };
-        filter.limit = (q.limit > 0).then_some(q.limit);
+        filter.limit = Some(limit);
         let page = self.store.list_checkpoints(&filter).await?;
-        let (start, end) = window(q.offset, q.limit, page.total);
-        let mut trials: HashMap<i32, (TrialRecord, Vec<MetricRecord>)> = HashMap::new();
+        let (start, end) = page_window(q.offset, limit, page.total);
+        let mut trials: HashMap<i32, TrialRecord> = HashMap::new();
         let mut items = Vec::with_capacity(page.checkpoints.len());
         for record in page.checkpoints {
             let mut view = CheckpointView {
@@ -138,18 +143,15 @@ impl ExperimentService {
             };
             if let Some(trial_id) = view.record.trial_id {
                 if let Entry::Vacant(slot) = trials.entry(trial_id) {
-                    let trial = self.store.trial_by_id(trial_id).await?;
-                    let metrics = self.store.metrics_for_trial(trial_id, None, false).await?;
-                    slot.insert((trial, metrics));
+                    slot.insert(self.store.trial_by_id(trial_id).await?);
                 }
-                if let Some((trial, metrics)) = trials.get(&trial_id) {
-                    let at_step = |group: &str| {
-                        metrics.iter().rev().find(|m| m.group == group && m.steps_completed == view.record.steps_completed).cloned()
-                    };
+                if let Some(trial) = trials.get(&trial_id) {
                     view.hparams = Some(trial.hparams.clone());
-                    view.training_metrics = at_step(TRAINING_GROUP);
-                    view.validation_metrics = at_step(VALIDATION_GROUP);
                 }
+                // The reports at the checkpoint's step only, by index, not the trial's history.
+                let (training, validation) = reports_at_step(self.store.as_ref(), trial_id, view.record.steps_completed).await?;
+                view.training_metrics = training;
+                view.validation_metrics = validation;
             }
             items.push(view);
         }
@@ -159,26 +161,5 @@ impl ExperimentService {
     /// The stored tar.gz.
     pub async fn model_definition(&self, experiment_id: i32) -> ApiResult<Vec<u8>> {
         Ok(self.store.experiment_model_definition(experiment_id).await?)
-    }
-}
-
-/// `(start, end)` of a page over `total` rows: a negative offset counts from the end; a limit
-/// of 0 (or less) means all.
-fn window(offset: i64, limit: i64, total: i64) -> (i64, i64) {
-    let start = if offset < 0 { (total + offset).max(0) } else { offset.min(total) };
-    let end = if limit > 0 { start.saturating_add(limit).min(total) } else { total };
-    (start, end)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::window;
-
-    #[test]
-    fn windows_count_negative_offsets_from_the_end() {
-        assert_eq!(window(0, 0, 5), (0, 5));
-        assert_eq!(window(2, 2, 5), (2, 4));
-        assert_eq!(window(-2, 0, 5), (3, 5));
-        assert_eq!(window(9, 3, 5), (5, 5));
     }
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use resolute_expconf::{Defaults, ExperimentConfig, merge_under, parse_experiment_config};
 use resolute_store::{
-    BestValidation, CHECKPOINT_COMPLETED, CheckpointFilter, DEFAULT_PROJECT_ID, ExperimentFilter, ExperimentRecord, ExperimentSort,
-    NewExperiment, OrderDirection, ProjectRecord, Store, StoreError, TrialFilter, db_now,
+    BestValidation, CHECKPOINT_COMPLETED, DEFAULT_PROJECT_ID, ExperimentFilter, ExperimentRecord, ExperimentSort, NewExperiment,
+    OrderDirection, ProjectRecord, Store, StoreError, TrialFilter, TrialSort, db_now,
 };
 use serde_json::{Value, json};
 
@@ -24,6 +24,7 @@ use crate::domain::search_config::searcher_config;
 use crate::domain::task_container_defaults::TaskContainerDefaults;
 use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
+use crate::services::paging::MAX_PAGE_SIZE;
 
 /// GetExperiments' page size when the request gives none (`limit` 0).
 const DEFAULT_PAGE_SIZE: i64 = 100;
@@ -262,25 +263,30 @@ impl ExperimentService {
             offset: q.offset.max(0),
             limit: None,
         };
+        // "All" (-1) and anything longer is one page of the common bound; `pagination` says
+        // where the next one starts.
+        let limit = match q.limit {
+            -1 => MAX_PAGE_SIZE,
+            n => n.min(MAX_PAGE_SIZE),
+        };
         let page_size = |start: i64, total: i64| {
-            let (s, e) = experiments_window(start, q.limit, total);
+            let (s, e) = experiments_window(start, limit, total);
             e - s
         };
         if q.offset < 0 {
             // Negative offsets count from the end, so the total comes first.
             let total = self.store.list_experiments(&ExperimentFilter { limit: Some(0), ..filter.clone() }).await?.total;
-            filter.offset = experiments_window(q.offset, q.limit, total).0;
+            filter.offset = experiments_window(q.offset, limit, total).0;
             filter.limit = Some(page_size(filter.offset, total));
         } else {
-            filter.limit = match q.limit {
+            filter.limit = match limit {
                 -2 => Some(0),
-                -1 => None,
                 0 => Some(DEFAULT_PAGE_SIZE),
                 n => Some(n),
             };
         }
         let page = self.store.list_experiments(&filter).await?;
-        let (start, end) = experiments_window(q.offset, q.limit, page.total);
+        let (start, end) = experiments_window(q.offset, limit, page.total);
         let mut projects: HashMap<i32, ProjectRecord> = HashMap::new();
         let mut items = Vec::with_capacity(page.experiments.len());
         for record in page.experiments {
@@ -326,20 +332,27 @@ impl ExperimentService {
     /// The record with its project, trial ids, checkpoint totals and best validation.
     pub(super) async fn view(&self, record: ExperimentRecord) -> ApiResult<ExperimentView> {
         let project = self.store.project_by_id(record.project_id).await?;
-        let trials = self.store.list_trials(&TrialFilter { experiment_id: record.id, ..Default::default() }).await?;
-        let trial_ids: Vec<i32> = trials.trials.iter().map(|t| t.id).collect();
-        let completed =
-            CheckpointFilter { experiment_id: Some(record.id), states: vec![CHECKPOINT_COMPLETED.to_owned()], ..Default::default() };
-        let checkpoints = self.store.list_checkpoints(&completed).await?;
-        let size = checkpoints.checkpoints.iter().map(|c| c.size).sum();
+        // Narrow reads only: a describe costs the same however long the experiment has run.
+        let trial_ids = self.store.experiment_trial_ids(record.id).await?;
+        let checkpoints = self.store.checkpoint_totals(record.id, CHECKPOINT_COMPLETED).await?;
         let (metric, smaller_is_better) = searcher_metric(&record.config);
         let best_validation = match metric {
-            Some(metric) if !trial_ids.is_empty() => {
-                self.store.best_validation_for_experiment(record.id, metric, smaller_is_better).await?
-            }
+            Some(_) if !trial_ids.is_empty() => self.best_trial(record.id, smaller_is_better).await?,
             _ => None,
         };
-        Ok(ExperimentView { num_trials: trials.total, record, project, trial_ids, checkpoints: (checkpoints.total, size), best_validation })
+        Ok(ExperimentView { num_trials: trial_ids.len() as i64, record, project, trial_ids, checkpoints, best_validation })
+    }
+}
+
+impl ExperimentService {
+    /// The trial with the best searcher-metric validation, from the trials' `best_validation`
+    /// (kept with every validation that carries the searcher metric): one indexed row, not the
+    /// experiment's validations. `steps_completed` is not known here (0).
+    pub(super) async fn best_trial(&self, experiment_id: i32, smaller_is_better: bool) -> ApiResult<Option<BestValidation>> {
+        let order = if smaller_is_better { OrderDirection::Asc } else { OrderDirection::Desc };
+        let filter = TrialFilter { experiment_id, sort: TrialSort::BestValidation, order, limit: Some(1), ..Default::default() };
+        let best = self.store.list_trials(&filter).await?.trials.into_iter().next();
+        Ok(best.and_then(|t| Some(BestValidation { trial_id: t.id, steps_completed: 0, value: t.best_validation? })))
     }
 }
 

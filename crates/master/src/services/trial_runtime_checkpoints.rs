@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use resolute_store::{CheckpointRecord, NewCheckpoint, StoreError, TRAINING_GROUP, VALIDATION_GROUP, db_now};
+use resolute_store::{CheckpointRecord, NewCheckpoint, StoreError, db_now};
 use serde_json::Value;
 
 use super::CheckpointView;
@@ -107,8 +107,8 @@ impl TrialRuntimeService {
     async fn searcher_value_at(&self, experiment_id: i32, trial_id: i32, steps_completed: i64) -> ApiResult<Option<f64>> {
         let experiment = self.store.experiment_by_id(experiment_id).await?;
         let (Some(metric), _) = searcher_metric(&experiment.config) else { return Ok(None) };
-        let validations = self.store.metrics_for_trial(trial_id, Some(VALIDATION_GROUP), false).await?;
-        Ok(validations.iter().rev().find(|m| m.steps_completed == steps_completed).and_then(|m| m.avg_metrics.get(metric)?.as_f64()))
+        let (_, validation) = super::reports_at_step(self.store.as_ref(), trial_id, steps_completed).await?;
+        Ok(validation.and_then(|m| m.avg_metrics.get(metric)?.as_f64()))
     }
 
     /// A checkpoint with its training context. Tasks may read their own experiment's checkpoints
@@ -134,11 +134,9 @@ impl TrialRuntimeService {
         let Some(trial_id) = view.record.trial_id else { return Ok(view) };
         let trial = self.store.trial_by_id(trial_id).await?;
         let experiment = self.store.experiment_by_id(trial.experiment_id).await?;
-        let metrics = self.store.metrics_for_trial(trial_id, None, false).await?;
-        let at_step =
-            |group: &str| metrics.iter().rev().find(|m| m.group == group && m.steps_completed == view.record.steps_completed).cloned();
-        view.training_metrics = at_step(TRAINING_GROUP);
-        view.validation_metrics = at_step(VALIDATION_GROUP);
+        let (training, validation) = super::reports_at_step(self.store.as_ref(), trial_id, view.record.steps_completed).await?;
+        view.training_metrics = training;
+        view.validation_metrics = validation;
         view.experiment_config = Some(experiment.config);
         view.hparams = Some(trial.hparams);
         Ok(view)

@@ -117,7 +117,8 @@ impl UserService {
             filter.offset
         };
         store_filter.offset = offset;
-        store_filter.limit = (filter.limit > 0).then_some(filter.limit);
+        // Upstream's RBAC helpers read the users unpaged.
+        store_filter.limit = Some(super::paging::page_limit(filter.limit, super::paging::MAX_UNPAGED_LIST));
         Ok(self.store.list_users(&store_filter).await?)
     }
 

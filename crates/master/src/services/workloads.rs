@@ -1,14 +1,14 @@
 //! A trial's workloads: its training and validation reports and its checkpoints in one list,
-//! filtered, sorted (by batches or by a metric) and paged, for `det trial describe` and
+//! filtered, sorted (by batches or by a metric) and paged — all in the store's SQL, so a page
+//! costs what it returns, not the trial's history — for `det trial describe` and
 //! `det experiment describe`.
 
-use std::cmp::Ordering;
-
-use chrono::{DateTime, Utc};
-use resolute_store::{CheckpointFilter, CheckpointRecord, MetricRecord, Store, TRAINING_GROUP, VALIDATION_GROUP};
+use resolute_store::{
+    CheckpointRecord, MetricPageQuery, MetricRecord, Store, TRAINING_GROUP, VALIDATION_GROUP, WorkloadFilter, WorkloadRecord,
+};
 
 use super::ListPage;
-use crate::domain::CheckpointState;
+use super::paging::{MAX_PAGE_SIZE, page_limit, page_window};
 use crate::error::ApiResult;
 
 /// One workload.
@@ -17,31 +17,6 @@ pub enum Workload {
     Training(MetricRecord),
     Validation(MetricRecord),
     Checkpoint(CheckpointRecord),
-}
-
-impl Workload {
-    fn batches(&self) -> i64 {
-        match self {
-            Workload::Training(m) | Workload::Validation(m) => m.steps_completed,
-            Workload::Checkpoint(c) => c.steps_completed,
-        }
-    }
-
-    /// Training, validation, then the checkpoint taken at the same step.
-    fn kind_rank(&self) -> u8 {
-        match self {
-            Workload::Training(_) => 0,
-            Workload::Validation(_) => 1,
-            Workload::Checkpoint(_) => 2,
-        }
-    }
-
-    fn time(&self) -> DateTime<Utc> {
-        match self {
-            Workload::Training(m) | Workload::Validation(m) => m.report_time,
-            Workload::Checkpoint(c) => c.report_time,
-        }
-    }
 }
 
 /// Which workloads to list.
@@ -68,71 +43,87 @@ pub struct WorkloadQuery {
     pub remove_deleted_checkpoints: bool,
     /// Negative counts from the end.
     pub offset: i64,
-    /// 0 = all.
+    /// 0 = all, up to [`MAX_PAGE_SIZE`].
     pub limit: i64,
+}
+
+impl WorkloadQuery {
+    /// The store's filter, without the window.
+    fn filter(&self) -> WorkloadFilter {
+        let mut groups: Vec<String> = match self.kinds {
+            WorkloadKinds::All => vec![TRAINING_GROUP.to_owned(), VALIDATION_GROUP.to_owned()],
+            WorkloadKinds::Validations | WorkloadKinds::CheckpointsOrValidations => vec![VALIDATION_GROUP.to_owned()],
+            WorkloadKinds::Checkpoints => Vec::new(),
+        };
+        if let Some(group) = self.group.as_deref().filter(|g| !g.is_empty()) {
+            groups.retain(|g| g == group);
+        }
+        WorkloadFilter {
+            groups,
+            include_checkpoints: self.kinds != WorkloadKinds::Validations,
+            skip_deleted_checkpoints: self.remove_deleted_checkpoints,
+            sort_metric: self.sort_metric.clone().filter(|m| !m.is_empty() && m != "batches"),
+            sort_group: if self.sort_metric_training { TRAINING_GROUP } else { VALIDATION_GROUP }.to_owned(),
+            descending: self.descending,
+            offset: 0,
+            limit: None,
+        }
+    }
 }
 
 /// 404 for an unknown trial.
 pub async fn trial_workloads(store: &dyn Store, trial_id: i32, q: &WorkloadQuery) -> ApiResult<ListPage<Workload>> {
     store.trial_by_id(trial_id).await?;
-    let mut items = Vec::new();
-    let wants_metrics = matches!(q.kinds, WorkloadKinds::All | WorkloadKinds::Validations | WorkloadKinds::CheckpointsOrValidations);
-    if wants_metrics {
-        let group = q.group.as_deref().filter(|g| !g.is_empty());
-        for m in store.metrics_for_trial(trial_id, group, false).await? {
-            match m.group.as_str() {
-                TRAINING_GROUP if q.kinds == WorkloadKinds::All => items.push(Workload::Training(m)),
-                VALIDATION_GROUP => items.push(Workload::Validation(m)),
-                _ => {}
-            }
-        }
-    }
-    if q.kinds != WorkloadKinds::Validations {
-        let filter = CheckpointFilter { trial_id: Some(trial_id), ..CheckpointFilter::default() };
-        let checkpoints = store.list_checkpoints(&filter).await?.checkpoints;
-        items.extend(
-            checkpoints
-                .into_iter()
-                .filter(|c| !(q.remove_deleted_checkpoints && CheckpointState::parse(&c.state) == Some(CheckpointState::Deleted)))
-                .map(Workload::Checkpoint),
-        );
-    }
-    sort(&mut items, q);
-    let total = items.len() as i64;
-    let start = if q.offset < 0 { (total + q.offset).max(0) } else { q.offset.min(total) };
-    let end = if q.limit > 0 { start.saturating_add(q.limit).min(total) } else { total };
-    let items = items.into_iter().skip(start as usize).take((end - start) as usize).collect();
+    let limit = page_limit(q.limit, MAX_PAGE_SIZE);
+    let mut filter = q.filter();
+    let total = if q.offset < 0 {
+        // Negative offsets count from the end, so the total comes first.
+        let total = store.trial_workloads(trial_id, &WorkloadFilter { limit: Some(0), ..filter.clone() }).await?.total;
+        filter.offset = page_window(q.offset, limit, total).0;
+        Some(total)
+    } else {
+        filter.offset = q.offset;
+        None
+    };
+    filter.limit = Some(limit);
+    let page = store.trial_workloads(trial_id, &filter).await?;
+    let total = total.unwrap_or(page.total);
+    let (start, _) = page_window(q.offset, limit, total);
+    let items: Vec<Workload> = page
+        .items
+        .into_iter()
+        .map(|w| match w {
+            WorkloadRecord::Metric(m) if m.group == VALIDATION_GROUP => Workload::Validation(m),
+            WorkloadRecord::Metric(m) => Workload::Training(m),
+            WorkloadRecord::Checkpoint(c) => Workload::Checkpoint(c),
+        })
+        .collect();
+    let end = start + items.len() as i64;
     Ok(ListPage { items, total, start, end })
 }
 
-fn sort(items: &mut [Workload], q: &WorkloadQuery) {
-    let metric = q.sort_metric.as_deref().filter(|m| !m.is_empty() && *m != "batches");
-    let value = |w: &Workload| -> Option<f64> {
-        let name = metric?;
-        match w {
-            Workload::Training(m) if q.sort_metric_training => m.avg_metrics.get(name)?.as_f64(),
-            Workload::Validation(m) if !q.sort_metric_training => m.avg_metrics.get(name)?.as_f64(),
-            _ => None,
-        }
-    };
-    let tie = |a: &Workload, b: &Workload| a.kind_rank().cmp(&b.kind_rank()).then(a.time().cmp(&b.time()));
-    items.sort_by(|a, b| {
-        let primary = match metric {
-            // Workloads without the metric go last in either direction.
-            Some(_) => match (value(a), value(b)) {
-                (Some(x), Some(y)) => {
-                    let o = x.partial_cmp(&y).unwrap_or(Ordering::Equal);
-                    if q.descending { o.reverse() } else { o }
-                }
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (None, None) => Ordering::Equal,
-            },
-            None => {
-                let o = a.batches().cmp(&b.batches());
-                if q.descending { o.reverse() } else { o }
-            }
+/// Live reports at one step (a restarted run may report a step again; repeats beyond this many
+/// are not looked at).
+const REPORTS_AT_A_STEP: i64 = 100;
+
+/// The trial's last live training and validation reports at exactly `steps_completed` (what a
+/// checkpoint taken at that step shows), read by index: two short queries whatever the history.
+pub async fn reports_at_step(
+    store: &dyn Store,
+    trial_id: i32,
+    steps_completed: i64,
+) -> ApiResult<(Option<MetricRecord>, Option<MetricRecord>)> {
+    let mut out = (None, None);
+    for group in [TRAINING_GROUP, VALIDATION_GROUP] {
+        let query = MetricPageQuery {
+            trial_id,
+            group: Some(group.to_owned()),
+            steps_completed: Some(steps_completed),
+            after: None,
+            limit: REPORTS_AT_A_STEP,
         };
-        primary.then_with(|| a.batches().cmp(&b.batches())).then_with(|| tie(a, b))
-    });
+        let last = store.metrics_page(&query).await?.pop();
+        if group == TRAINING_GROUP { out.0 = last } else { out.1 = last }
+    }
+    Ok(out)
 }

@@ -13,7 +13,7 @@ use crate::model_checkpoints::{
     CHECKPOINT_COMPLETED, CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, CheckpointSort, NewCheckpoint,
 };
 
-const CHECKPOINT_COLUMNS: &str = "uuid, task_id, allocation_id, trial_id, experiment_id, report_time, state, resources, metadata, \
+pub(crate) const CHECKPOINT_COLUMNS: &str = "uuid, task_id, allocation_id, trial_id, experiment_id, report_time, state, resources, metadata, \
      steps_completed, storage_id, size, searcher_metric";
 
 /// A second report of the same uuid (e.g. after a retry) replaces the first.
@@ -31,7 +31,7 @@ const ADVANCE_LATEST: &str = "UPDATE trials SET latest_checkpoint_uuid = $2 WHER
      OR NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.uuid = trials.latest_checkpoint_uuid AND c.steps_completed > $3))";
 
 #[derive(sqlx::FromRow)]
-struct CheckpointRow {
+pub(crate) struct CheckpointRow {
     uuid: String,
     task_id: String,
     allocation_id: Option<String>,
@@ -48,7 +48,7 @@ struct CheckpointRow {
 }
 
 impl CheckpointRow {
-    fn into_record(self) -> StoreResult<CheckpointRecord> {
+    pub(crate) fn into_record(self) -> StoreResult<CheckpointRecord> {
         Ok(CheckpointRecord {
             uuid: self.uuid,
             task_id: self.task_id,

@@ -45,6 +45,7 @@ impl SqlStore {
             log_group: LogGroupCommit::default(),
             summaries: Default::default(),
             sqlite_metrics: None,
+            decoded_metric_rows: Default::default(),
         };
         tokio::spawn(async move {
             writer.write_round(round).await;

@@ -18,7 +18,7 @@ use super::{Pool, SqlStore, on_pool, parse_json};
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport, VALIDATION_GROUP};
 
-const METRIC_COLUMNS: &str = "id, trial_id, trial_run_id, metric_group, steps_completed, report_time, body, archived";
+pub(crate) const METRIC_COLUMNS: &str = "id, trial_id, trial_run_id, metric_group, steps_completed, report_time, body, archived";
 
 const INSERT_HEAD: &str = "INSERT INTO metrics (trial_id, trial_run_id, metric_group, steps_completed, report_time, body)";
 const INSERT_COLUMNS: usize = 6;
@@ -84,7 +84,7 @@ macro_rules! recompute_trial {
 }
 
 #[derive(sqlx::FromRow)]
-struct MetricRow {
+pub(crate) struct MetricRow {
     id: i64,
     trial_id: i32,
     trial_run_id: i32,
@@ -96,7 +96,7 @@ struct MetricRow {
 }
 
 impl MetricRow {
-    fn into_record(self) -> StoreResult<MetricRecord> {
+    pub(crate) fn into_record(self) -> StoreResult<MetricRecord> {
         let (avg_metrics, batch_metrics) = split_body(parse_json("body", &self.body)?);
         Ok(MetricRecord {
             id: self.id,
@@ -388,6 +388,12 @@ impl SqlStore {
                 .fetch_all(pool)
                 .await?
         });
+        self.decode_metrics(rows)
+    }
+
+    /// Rows to records, counted in [`SqlStore::decoded_metric_rows`].
+    pub(crate) fn decode_metrics(&self, rows: Vec<MetricRow>) -> StoreResult<Vec<MetricRecord>> {
+        self.decoded_metric_rows.fetch_add(rows.len() as u64, std::sync::atomic::Ordering::Relaxed);
         rows.into_iter().map(MetricRow::into_record).collect()
     }
 
@@ -403,7 +409,7 @@ impl SqlStore {
                 .fetch_optional(pool)
                 .await?
         });
-        row.map(MetricRow::into_record).transpose()
+        Ok(self.decode_metrics(row.into_iter().collect())?.pop())
     }
 
     pub(crate) async fn best_validation_for_experiment_impl(

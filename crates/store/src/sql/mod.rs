@@ -24,6 +24,7 @@ mod tasks;
 mod templates;
 mod trials;
 mod users;
+mod workloads;
 mod workspaces;
 
 use std::path::Path;
@@ -39,6 +40,12 @@ use crate::error::{StoreError, StoreResult};
 /// Prepared statements kept per connection: room for the batch paths' statements, whose texts
 /// vary with the batch size (bucketed), beside every fixed query.
 const STATEMENT_CACHE: usize = 400;
+
+/// SQLite's page cache per pooled connection (`PRAGMA cache_size`, negative: KiB).
+const SQLITE_CACHE_KIB: &str = "-2048";
+
+/// How long a pooled SQLite connection beyond the first may sit idle before it is closed.
+const SQLITE_IDLE_CONNECTION: Duration = Duration::from_secs(30);
 
 /// Parses a JSON column; a document that does not parse is a backend fault.
 pub(crate) fn parse_json(column: &'static str, text: &str) -> StoreResult<serde_json::Value> {
@@ -80,6 +87,8 @@ pub struct SqlStore {
     pub(crate) summaries: Arc<summary_cache::SummaryCache>,
     /// SQLite files only: the metric admission path's own connection and thread.
     pub(crate) sqlite_metrics: Option<sqlite_metrics::SqliteMetricsWriter>,
+    /// Metric rows decoded by reads (see `Store::metric_rows_decoded`).
+    pub(crate) decoded_metric_rows: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Connection settings for PostgreSQL, named as in upstream's `db` block of master.yaml.
@@ -106,16 +115,31 @@ impl SqlStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
             .statement_cache_capacity(STATEMENT_CACHE)
-            // Read pages through a memory map and keep more of them per connection: list pages
-            // read wide rows, and each pread is a syscall.
-            .pragma("mmap_size", "268435456")
-            .pragma("cache_size", "-16384");
+            // No memory map, and a small page cache per connection: the master's memory must not
+            // grow with the database. A mapped page counts in the master's RSS once per
+            // connection that touched it (up to 8 x 256 MiB), and 16 MiB caches on 8 connections
+            // were 128 MiB of heap that stayed after a load (see bench/README.md, Soak); the
+            // kernel's page cache still holds the file.
+            .pragma("mmap_size", "0")
+            .pragma("cache_size", SQLITE_CACHE_KIB);
         // No ping before handing out a connection: a local file does not drop connections, and the
         // ping is a round trip to the connection's thread on every query.
-        let pool = SqlitePoolOptions::new().max_connections(8).min_connections(1).test_before_acquire(false).connect_with(options).await?;
+        // Connections opened for a burst are closed once idle, with their caches.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .min_connections(1)
+            .idle_timeout(SQLITE_IDLE_CONNECTION)
+            .test_before_acquire(false)
+            .connect_with(options)
+            .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        let mut store =
-            SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None };
+        let mut store = SqlStore {
+            pool: Pool::Sqlite(pool),
+            log_group: Default::default(),
+            summaries: Default::default(),
+            sqlite_metrics: None,
+            decoded_metric_rows: Default::default(),
+        };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
         store.sqlite_metrics = Some(sqlite_metrics::SqliteMetricsWriter::start(path)?);
@@ -128,7 +152,13 @@ impl SqlStore {
         // One connection: every in-memory connection would otherwise be its own database.
         let pool = SqlitePoolOptions::new().max_connections(1).idle_timeout(None).max_lifetime(None).connect_with(options).await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
-        Ok(SqlStore { pool: Pool::Sqlite(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None })
+        Ok(SqlStore {
+            pool: Pool::Sqlite(pool),
+            log_group: Default::default(),
+            summaries: Default::default(),
+            sqlite_metrics: None,
+            decoded_metric_rows: Default::default(),
+        })
     }
 
     /// Connects to PostgreSQL and applies pending migrations.
@@ -146,8 +176,13 @@ impl SqlStore {
             .connect_with(connect)
             .await?;
         sqlx::migrate!("migrations/postgres").run(&pool).await.map_err(StoreError::Migration)?;
-        let store =
-            SqlStore { pool: Pool::Postgres(pool), log_group: Default::default(), summaries: Default::default(), sqlite_metrics: None };
+        let store = SqlStore {
+            pool: Pool::Postgres(pool),
+            log_group: Default::default(),
+            summaries: Default::default(),
+            sqlite_metrics: None,
+            decoded_metric_rows: Default::default(),
+        };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
         Ok(store)

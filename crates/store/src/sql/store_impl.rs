@@ -24,6 +24,7 @@ use crate::model_tasks::{
     TaskFilter, TaskRecord, TaskWithAllocations,
 };
 use crate::model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord};
+use crate::model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage};
 
 #[async_trait]
 impl Store for SqlStore {
@@ -163,6 +164,10 @@ impl Store for SqlStore {
         self.trial_by_task_id_impl(task_id).await
     }
 
+    async fn experiment_trial_ids(&self, experiment_id: i32) -> StoreResult<Vec<i32>> {
+        self.experiment_trial_ids_impl(experiment_id).await
+    }
+
     async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage> {
         self.list_trials_impl(filter).await
     }
@@ -215,6 +220,18 @@ impl Store for SqlStore {
         self.metrics_for_trial_impl(trial_id, group, include_archived).await
     }
 
+    async fn metrics_page(&self, query: &MetricPageQuery) -> StoreResult<Vec<MetricRecord>> {
+        self.metrics_page_impl(query).await
+    }
+
+    async fn trial_workloads(&self, trial_id: i32, filter: &WorkloadFilter) -> StoreResult<WorkloadPage> {
+        self.trial_workloads_impl(trial_id, filter).await
+    }
+
+    fn metric_rows_decoded(&self) -> u64 {
+        self.decoded_metric_rows.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     async fn latest_validation(&self, trial_id: i32) -> StoreResult<Option<MetricRecord>> {
         self.latest_validation_impl(trial_id).await
     }
@@ -240,6 +257,10 @@ impl Store for SqlStore {
 
     async fn checkpoint_by_uuid(&self, uuid: &str) -> StoreResult<CheckpointRecord> {
         self.checkpoint_by_uuid_impl(uuid).await
+    }
+
+    async fn checkpoint_totals(&self, experiment_id: i32, state: &str) -> StoreResult<(i64, i64)> {
+        self.checkpoint_totals_impl(experiment_id, state).await
     }
 
     async fn list_checkpoints(&self, filter: &CheckpointFilter) -> StoreResult<CheckpointPage> {

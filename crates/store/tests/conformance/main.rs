@@ -21,6 +21,7 @@ mod tasks;
 mod templates;
 mod trials;
 mod users;
+mod workloads;
 
 use resolute_store::Store;
 
@@ -111,3 +112,5 @@ async fn sqlite_file_survives_reopen() {
     assert_eq!(store.cluster_id().await.unwrap(), id);
     assert_eq!(store.user_by_name("persisted").await.unwrap().username, "persisted");
 }
+harness::conformance!(workloads::workloads_are_paged_in_the_database);
+harness::conformance!(workloads::metric_pages_follow_a_keyset);
