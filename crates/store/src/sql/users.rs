@@ -4,7 +4,7 @@ use super::{SqlStore, on_pool};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewUser, OrderDirection, UserFilter, UserPage, UserPatch, UserRecord, UserSort};
 
-const USER_COLUMNS: &str = "id, username, display_name, admin, active, remote, password_hash, modified_at, last_auth_at";
+const USER_COLUMNS: &str = "id, username, display_name, admin, active, remote, password_hash, modified_at, last_auth_at, agent_uid, agent_gid, agent_user, agent_group";
 
 /// Shared WHERE clause of the list and count queries; `$1`..`$3` are active, admin, name pattern.
 const USER_FILTER: &str = "($1 IS NULL OR active = $1) AND ($2 IS NULL OR admin = $2) \
@@ -91,12 +91,17 @@ impl SqlStore {
                active = COALESCE($5, active), \
                remote = COALESCE($6, remote), \
                password_hash = CASE WHEN $7 THEN $8 ELSE password_hash END, \
-               modified_at = COALESCE($9, modified_at) \
+               modified_at = COALESCE($9, modified_at), \
+               agent_uid = CASE WHEN $10 THEN $11 ELSE agent_uid END, \
+               agent_gid = CASE WHEN $10 THEN $12 ELSE agent_gid END, \
+               agent_user = CASE WHEN $10 THEN $13 ELSE agent_user END, \
+               agent_group = CASE WHEN $10 THEN $14 ELSE agent_group END \
              WHERE id = $1 RETURNING {USER_COLUMNS}"
         );
         let set_password = patch.password_hash.is_some();
         let new_hash = patch.password_hash.clone().flatten();
         let key = patch.username.clone().unwrap_or_else(|| id.to_string());
+        let link = patch.agent_user_group.as_ref();
         let updated = on_pool!(self, pool => {
             sqlx::query_as::<_, UserRecord>(AssertSqlSafe(sql.as_str()))
                 .bind(id)
@@ -108,6 +113,11 @@ impl SqlStore {
                 .bind(set_password)
                 .bind(&new_hash)
                 .bind(patch.now)
+                .bind(link.is_some())
+                .bind(link.map(|g| g.uid))
+                .bind(link.map(|g| g.gid))
+                .bind(link.map(|g| g.user.as_str()))
+                .bind(link.map(|g| g.group.as_str()))
                 .fetch_optional(pool)
                 .await
         })
