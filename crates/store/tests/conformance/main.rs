@@ -32,6 +32,7 @@ harness::conformance!(users::rename_to_taken_name_conflicts);
 harness::conformance!(users::unknown_user_is_not_found);
 harness::conformance!(users::list_filters_sorts_and_pages);
 harness::conformance!(users::record_login_sets_last_auth);
+harness::conformance!(users::agent_user_group_links_and_relinks);
 harness::conformance!(sessions::create_lookup_delete);
 harness::conformance!(sessions::expired_sessions_are_purged);
 harness::conformance!(cluster_id_is_stable);
