@@ -10,6 +10,7 @@ need only /bin/sh and coreutils, which every account can run. Skipped unless run
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Iterator, Tuple
@@ -131,3 +132,47 @@ def test_tasks_run_as_their_owner_and_cannot_read_each_other(cluster: Tuple[Mast
     finally:
         det.login("admin")
         det.ok("cmd", "kill", holder)
+
+
+AGENT_UID = 20003
+
+
+class UnprivilegedAgent(Agent):
+    """`det agent run` as uid 20003 (no passwd entry, no groups): it cannot switch accounts."""
+
+    def __init__(self, master: Master, workdir: Path, work_root: Path) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path = workdir / "agent.log"
+        # The binary may sit where uid 20003 cannot reach it (a checkout under /root): copy it.
+        binary = work_root / "det"
+        shutil.copy2(os.environ.get("RESOLUTE_DET_BIN", str(Path(__file__).resolve().parents[2] / "target/debug/det")), binary)
+        binary.chmod(0o755)
+        (work_root / "work").mkdir()
+        os.chown(work_root / "work", AGENT_UID, AGENT_UID)
+        cmd = ["setpriv", f"--reuid={AGENT_UID}", f"--regid={AGENT_UID}", "--clear-groups", str(binary), "agent", "run",
+               "--master-host", "127.0.0.1", "--master-port", str(master.port), "--artificial-slots", "2",
+               "--python", "/bin/sh", "--work-root", str(work_root / "work"), "--agent-id", "unprivileged"]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work_root / "work")}
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=work_root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv to start an agent as another uid")
+def test_an_agent_that_is_not_root_runs_tasks_as_itself_and_says_so(tmp_path: Path, isolated_client_config: Path) -> None:
+    master = Master(tmp_path / "master", tasks_as_root=False)
+    work_root = Path(tempfile.mkdtemp(prefix="resolute-unprivileged-agent-"))
+    work_root.chmod(0o755)
+    agent = UnprivilegedAgent(master, tmp_path / "agent", work_root)
+    try:
+        agent.wait_registered(master)
+        det = DetCli(master.url, isolated_client_config)
+        create_users(det, "alice")
+        link(det, "alice", ALICE_UID)
+        login(det, "alice")
+        out = det.ok("cmd", "run", "id -u")
+        assert printed(out, str(AGENT_UID)), out
+        assert "this task should run as alice (uid 20001)" in out and f"the task runs as uid {AGENT_UID}" in out, out
+    finally:
+        agent.stop()
+        master.close()
+        shutil.rmtree(work_root, ignore_errors=True)
