@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator, Tuple
@@ -18,7 +19,7 @@ from typing import Iterator, Tuple
 import pytest
 
 from conftest import Agent, DetCli, Master
-from experiments import wait_for
+from experiments import IRIS, create, wait_for, write_config
 
 ALICE_UID, BOB_UID, NOBODY_UID = 20001, 20002, 65534
 
@@ -26,18 +27,24 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only an agent running
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Tuple[Master, Agent]]:
+def shared_dir() -> Iterator[Path]:
+    """A directory every account can traverse (temp dirs are 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="resolute-task-users-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, shared_dir: Path) -> Iterator[Tuple[Master, Agent]]:
     master = Master(tmp_path / "master", tasks_as_root=False)
-    work_root = Path(tempfile.mkdtemp(prefix="resolute-task-users-"))
-    work_root.chmod(0o755)
-    agent = Agent(master, tmp_path / "agent", extra_args=["--work-root", str(work_root / "work")])
+    agent = Agent(master, tmp_path / "agent", extra_args=["--work-root", str(shared_dir / "work")])
     try:
         agent.wait_registered(master)
         yield master, agent
     finally:
         agent.stop()
         master.close()
-        shutil.rmtree(work_root, ignore_errors=True)
 
 
 def create_users(det: DetCli, *names: str) -> None:
@@ -132,6 +139,34 @@ def test_tasks_run_as_their_owner_and_cannot_read_each_other(cluster: Tuple[Mast
     finally:
         det.login("admin")
         det.ok("cmd", "kill", holder)
+
+
+def test_a_trial_runs_as_its_owner_and_keeps_its_checkpoints(
+    cluster: Tuple[Master, Agent], shared_dir: Path, isolated_client_config: Path
+) -> None:
+    """The Iris trial runs as alice's uid and writes its checkpoints into the shared storage root,
+    which the agent made sticky and world-writable; each checkpoint is alice's."""
+    python = os.environ.get("RESOLUTE_TRIAL_PYTHON", sys.executable)
+    reachable = subprocess.run(["setpriv", f"--reuid={ALICE_UID}", f"--regid={ALICE_UID}", "--clear-groups", python, "-c",
+                                "import determined, sklearn"], capture_output=True, cwd="/")
+    if shutil.which("setpriv") is None or reachable.returncode != 0:
+        pytest.skip(f"uid {ALICE_UID} cannot run the trial interpreter {python} (a checkout other accounts cannot reach)")
+    master, _ = cluster
+    det = DetCli(master.url, isolated_client_config)
+    create_users(det, "alice")
+    link(det, "alice", ALICE_UID)
+    login(det, "alice")
+    storage = shared_dir / "checkpoints"
+    config = write_config(IRIS / "const.yaml", shared_dir / "const.yaml", storage)
+    exp_id = create(det, config, IRIS)
+    wait_for("the experiment to complete", lambda: "COMPLETED" in det.ok("experiment", "describe", str(exp_id)), timeout=300)
+    assert storage.stat().st_mode & 0o7777 == 0o1777
+    # `<cluster id>/tensorboard/…` is the agent's, but for the trial's own TensorBoard dir.
+    checkpoints = [p for p in storage.iterdir() if re.fullmatch(r"[0-9a-f-]{36}", p.name) and not (p / "tensorboard").exists()]
+    assert checkpoints, list(storage.iterdir())
+    assert all(p.stat().st_uid == ALICE_UID for p in checkpoints), [(p.name, p.stat().st_uid) for p in checkpoints]
+    tensorboards = list(storage.glob(f"*/tensorboard/experiment/{exp_id}/trial/*"))
+    assert tensorboards and all(p.stat().st_uid == ALICE_UID for p in tensorboards), tensorboards
 
 
 AGENT_UID = 20003
