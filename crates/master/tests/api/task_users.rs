@@ -43,4 +43,12 @@ pub async fn tasks_run_as_their_owners_agent_user(m: &TestMaster) {
     assert_eq!(start.task_type, "COMMAND");
     assert_eq!(start.run_as, Some(AgentUnixUser { user: "det".into(), uid: 20001, group: "ml".into(), gid: 20002 }));
     assert!(start.task_dirs.is_empty());
+
+    // A shell's sshd runs as that account too, so `det shell open` logs in as it.
+    let r = m.post("/api/v1/shells", Some(&token), json!({"config": {"resources": {"slots": 0}}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let id = r.body["shell"]["id"].as_str().unwrap().to_owned();
+    let shell = m.get(&format!("/api/v1/shells/{id}"), Some(&token)).await;
+    assert_eq!(shell.body["shell"]["agentUserGroup"]["user"], "det", "{}", shell.text);
+    assert_eq!(agent.next_start().await.run_as.map(|u| u.uid), Some(20001));
 }
