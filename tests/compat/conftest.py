@@ -21,7 +21,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import pytest
 from determined.common.api import bindings
@@ -103,7 +103,11 @@ def create_pg_database() -> Dict[str, str]:
 class Master:
     """One `det master run` child process on a free loopback port."""
 
-    def __init__(self, workdir: Path, config_yaml: Optional[str] = None) -> None:
+    def __init__(self, workdir: Path, config_yaml: Optional[str] = None, tasks_as_root: bool = True) -> None:
+        """`tasks_as_root`: a test fixture choice. Trials and commands in these tests run the
+        checkout's `.venv` Python and write under pytest's temp dirs (mode 0700), which the
+        unprivileged default task user (nobody) cannot reach; so unless a test asks otherwise
+        (test_task_users.py), unlinked users' tasks run as root here."""
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.config_file: Optional[Path] = None
@@ -114,6 +118,9 @@ class Master:
         self.env = {k: v for k, v in os.environ.items() if k not in DB_ENV_VARS}
         if self.db == "postgres":
             self.env.update(create_pg_database())
+        if tasks_as_root:
+            for key, value in [("UID", "0"), ("GID", "0"), ("USER", "root"), ("GROUP", "root")]:
+                self.env[f"DET_SECURITY_DEFAULT_TASK_USER_{key}"] = value
         self.log_path = workdir / "master.log"
         self._spawn()
 
@@ -249,7 +256,7 @@ class Agent:
     slots; it runs trials with RESOLUTE_TRIAL_PYTHON (default: the Python running pytest, whose
     venv scripts/python-env.sh builds with the harness, scikit-learn and, if available, torch)."""
 
-    def __init__(self, master: Master, workdir: Path, slots: int = 4) -> None:
+    def __init__(self, master: Master, workdir: Path, slots: int = 4, extra_args: Sequence[str] = ()) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = workdir / "agent.log"
         cmd = [
@@ -264,6 +271,7 @@ class Agent:
             str(slots),
             "--python",
             os.environ.get("RESOLUTE_TRIAL_PYTHON", sys.executable),
+            *extra_args,
         ]
         env = {k: v for k, v in os.environ.items() if k not in CLIENT_ENV_VARS + DB_ENV_VARS}
         with open(self.log_path, "ab") as log:

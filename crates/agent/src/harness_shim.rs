@@ -117,8 +117,11 @@ impl ShimDir {
             std::fs::create_dir(&dir).map_err(io(&dir))?;
         }
         for (name, value) in files {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
             let path = self.info_dir().join(name);
-            std::fs::write(&path, value.to_string()).map_err(io(&path))?;
+            let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).map_err(io(&path))?;
+            file.write_all(value.to_string().as_bytes()).map_err(io(&path))?;
         }
         let path = self.python_dir().join("sitecustomize.py");
         std::fs::write(&path, sitecustomize_source(&self.info_dir())).map_err(io(&path))

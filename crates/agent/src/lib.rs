@@ -5,7 +5,8 @@
 //! [`ports`] picks free host
 //! ports for a task's servers and [`work_files`] writes the extra files a task is sent. How the
 //! master drives the runtime over the agent websocket protocol is [`daemon`]; [`harness_shim`]
-//! gives each task the info files the upstream harness expects.
+//! gives each task the info files the upstream harness expects; [`task_user`] the Unix account a
+//! task runs as.
 
 pub mod config;
 pub mod daemon;
@@ -16,6 +17,7 @@ pub mod logs;
 pub mod ports;
 pub mod process;
 pub mod spec;
+pub mod task_user;
 pub mod work_files;
 pub mod workdir;
 
@@ -28,5 +30,6 @@ pub use nix::sys::signal::Signal;
 pub use ports::PortError;
 pub use process::{Runtime, RuntimeError, RuntimeOptions, TaskHandle, TaskInfo, TaskStatus};
 pub use spec::{Entrypoint, SpecError, TaskSpec, TaskType};
+pub use task_user::TaskAccount;
 pub use work_files::WorkFile;
 pub use workdir::WorkDirError;

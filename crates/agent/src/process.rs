@@ -1,7 +1,8 @@
 //! The runtime: starts tasks as local processes and supervises them.
 //!
 //! Each task runs in its own process group in `<work_root>/<task_id>/<allocation_id>/`, with
-//! stdout and stderr captured line by line. The group stands in for a container: signals go to
+//! stdout and stderr captured line by line, as the spec's `run_as` account when it names one
+//! (the work dir is then that account's alone, see [`crate::task_user`]). The group stands in for a container: signals go to
 //! the whole group, and when the main process exits, whatever it left running in the group is
 //! killed, as when a container's PID 1 exits. The leader is observed with `waitid(WNOWAIT)` and
 //! reaped only after the group is killed, so its pid (= the group id) cannot be reused while the
@@ -30,6 +31,7 @@ use crate::ports::{PortError, PortReservation};
 use crate::spec::{
     DEFAULT_INHERITED_ENV, LaunchContext, STARTUP_HOOKS, SpecError, TaskSpec, command_line, environment, inherited_env, resolve_python,
 };
+use crate::task_user::{HandOverError, drop_privileges, hand_over_tree, prepare_task_dirs};
 use crate::workdir::{WorkDirError, prepare_work_dir, remove_harness_scratch, remove_work_dir, task_work_dir};
 
 /// Settings of a [`Runtime`].
@@ -96,6 +98,8 @@ pub enum RuntimeError {
     SupervisorGone(String),
     #[error("work dir preparation was interrupted: {0}")]
     Interrupted(String),
+    #[error(transparent)]
+    HandOver(#[from] HandOverError),
 }
 
 /// What identifies a running task.
@@ -196,12 +200,24 @@ impl Runtime {
         let mut env = environment(&spec, &context)?;
         let ports = PortReservation::reserve(&spec.port_env)?;
 
+        if let Some(account) = &spec.run_as {
+            env.extend(account.login_env(&work_dir).map(|(name, value)| (name.to_string(), value)));
+        }
         let archive = spec.work_dir_archive.take();
         let files = std::mem::take(&mut spec.files);
-        let dir = work_dir.clone();
-        tokio::task::spawn_blocking(move || prepare_work_dir(&dir, archive.as_deref(), &files))
-            .await
-            .map_err(|e| RuntimeError::Interrupted(e.to_string()))??;
+        let (dir, run_as, task_dirs) = (work_dir.clone(), spec.run_as.clone(), spec.task_dirs.clone());
+        let prepare = move || -> Result<(), RuntimeError> {
+            prepare_work_dir(&dir, archive.as_deref(), &files)?;
+            if let Some(account) = &run_as {
+                let handed = hand_over_tree(&dir, account).and_then(|()| prepare_task_dirs(&task_dirs, account));
+                if let Err(e) = handed {
+                    let _ = remove_work_dir(&dir);
+                    return Err(e.into());
+                }
+            }
+            Ok(())
+        };
+        tokio::task::spawn_blocking(prepare).await.map_err(|e| RuntimeError::Interrupted(e.to_string()))??;
 
         // Released only now, so that nothing else on the host takes them while the work dir is filled.
         let ports = ports.release();
@@ -248,6 +264,13 @@ impl Runtime {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(false);
+        if let Some(account) = &spec.run_as {
+            let (uid, gid) = (account.uid, account.gid);
+            // SAFETY: `drop_privileges` makes only async-signal-safe system calls and allocates nothing.
+            unsafe {
+                command.pre_exec(move || drop_privileges(uid, gid));
+            }
+        }
         let started = Instant::now();
         let mut child = command.spawn().map_err(|source| RuntimeError::Spawn { program: program.clone(), source })?;
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::devices::{Device, DeviceType};
+use crate::task_user::TaskAccount;
 use crate::work_files::WorkFile;
+pub use resolute_api::agent_protocol::TaskDir;
 
 /// The file in the work dir that is sourced before the entrypoint, so its exports apply.
 pub const STARTUP_HOOK: &str = "startup-hook.sh";
@@ -63,6 +65,10 @@ pub struct TaskSpec {
     pub port_env: Vec<String>,
     /// Written into the work dir after the archive.
     pub files: Vec<WorkFile>,
+    /// The account to switch to (an agent running as root); `None`: the agent's own.
+    pub run_as: Option<TaskAccount>,
+    /// Directories outside the work dir the task writes into, prepared for `run_as`.
+    pub task_dirs: Vec<TaskDir>,
 }
 
 impl fmt::Debug for TaskSpec {
@@ -79,6 +85,8 @@ impl fmt::Debug for TaskSpec {
             .field("python", &self.python)
             .field("port_env", &self.port_env)
             .field("files", &self.files)
+            .field("run_as", &self.run_as)
+            .field("task_dirs", &self.task_dirs)
             .finish()
     }
 }
@@ -243,6 +251,8 @@ mod tests {
             python: None,
             port_env: Vec::new(),
             files: Vec::new(),
+            run_as: None,
+            task_dirs: Vec::new(),
         }
     }
 

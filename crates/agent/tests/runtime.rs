@@ -61,6 +61,8 @@ fn spec(task_id: &str, entrypoint: Entrypoint) -> TaskSpec {
         python: None,
         port_env: Vec::new(),
         files: Vec::new(),
+        run_as: None,
+        task_dirs: Vec::new(),
     }
 }
 

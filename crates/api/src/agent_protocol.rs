@@ -102,7 +102,9 @@ pub struct AgentStarted {
     /// the local address of the agent's connection to the master (upstream's `addresses[]`).
     #[serde(default)]
     pub addresses: Vec<String>,
-    /// The Unix account the agent runs tasks as: the user a shell's ssh logs in as.
+    /// The agent's own Unix account. An agent running as root runs each task as the task's
+    /// `StartTask.run_as`; any other runs them all as this account (then the user a shell's ssh
+    /// logs in as).
     #[serde(default)]
     pub unix_user: Option<AgentUnixUser>,
 }
@@ -177,6 +179,28 @@ pub struct StartTask {
     /// `resources.json`, which may not be named here) into the task's harness info dir.
     #[serde(default)]
     pub harness_info: BTreeMap<String, serde_json::Value>,
+    /// The Unix account the task's processes run as (its owner's agent user group, else the
+    /// master's `security.default_task_user`). An agent running as root switches to it and makes
+    /// the task's files that account's alone; any other agent runs the task as itself and says so
+    /// in the task's log. `None` (an older master): the agent's own account.
+    #[serde(default)]
+    pub run_as: Option<AgentUnixUser>,
+    /// Directories outside the work dir the task writes into, which the agent creates before the
+    /// start (e.g. the checkpoint storage root of a trial).
+    #[serde(default)]
+    pub task_dirs: Vec<TaskDir>,
+}
+
+/// One of [`StartTask::task_dirs`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskDir {
+    /// An absolute path on the agent's host.
+    pub path: String,
+    /// Shared by the tasks of every user (a storage root): made world-writable with the sticky
+    /// bit, as `/tmp`, so each task's entries stay its own. Otherwise the task's own: created and
+    /// owned by its `run_as` account.
+    #[serde(default)]
+    pub shared: bool,
 }
 
 /// One file of [`StartTask::files`].

@@ -18,10 +18,10 @@ pub struct User {
     pub admin: bool,
     #[serde(default = "yes")]
     pub active: bool,
-    /// Linux user/group tasks run as; not supported yet, always `null`.
+    /// The Unix user and group on agents this user's tasks run as; `null` when not linked
+    /// (the tasks then run as the master's `security.default_task_user`).
     #[serde(default, alias = "agent_user_group")]
-    #[schema(value_type = Option<Object>)]
-    pub agent_user_group: Option<serde_json::Value>,
+    pub agent_user_group: Option<AgentUserGroup>,
     #[serde(default, alias = "display_name")]
     pub display_name: String,
     #[serde(default, alias = "modified_at")]
@@ -35,6 +35,25 @@ pub struct User {
 
 fn yes() -> bool {
     true
+}
+
+/// upstream `v1AgentUserGroup`: a Unix user and primary group on the agents. Every field is
+/// optional on the wire (proto3); linking a user needs all four, which the master checks and
+/// names the missing one. Ids are proto `int32`, read wider so an out-of-range one gets a clear
+/// error instead of a parse failure.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentUserGroup {
+    #[serde(default, alias = "agent_uid")]
+    #[schema(value_type = Option<i32>)]
+    pub agent_uid: Option<i64>,
+    #[serde(default, alias = "agent_gid")]
+    #[schema(value_type = Option<i32>)]
+    pub agent_gid: Option<i64>,
+    #[serde(default, alias = "agent_user")]
+    pub agent_user: Option<String>,
+    #[serde(default, alias = "agent_group")]
+    pub agent_group: Option<String>,
 }
 
 /// `POST /api/v1/auth/login`. Upstream clients send `sha512(salt + password)` with
@@ -97,9 +116,9 @@ pub struct PatchUser {
     pub password: Option<String>,
     #[serde(default, alias = "is_hashed", skip_serializing_if = "Option::is_none")]
     pub is_hashed: Option<bool>,
+    /// Links the user to a Unix account on the agents (admins only; all four fields).
     #[serde(default, alias = "agent_user_group", skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub agent_user_group: Option<serde_json::Value>,
+    pub agent_user_group: Option<AgentUserGroup>,
 }
 
 wire_enum! {

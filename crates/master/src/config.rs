@@ -82,6 +82,10 @@ pub static SETTINGS: &[Setting] = &[
     setting("db.ssl_mode", SettingKind::Text, "PostgreSQL sslmode: disable, prefer, require, verify-ca, verify-full"),
     setting("security.initial_user_password", SettingKind::Text, "password for the admin and determined users created on first start"),
     setting("security.token.default_lifespan_days", SettingKind::Count, "login session lifetime in days (default 7)"),
+    setting("security.default_task_user.uid", SettingKind::Count, "uid that tasks of users without an agent user run as (default 65534)"),
+    setting("security.default_task_user.gid", SettingKind::Count, "gid that tasks of users without an agent user run as (default 65534)"),
+    setting("security.default_task_user.user", SettingKind::Text, "user name of security.default_task_user.uid (default nobody)"),
+    setting("security.default_task_user.group", SettingKind::Text, "group name of security.default_task_user.gid (default nogroup)"),
     setting("checkpoint_storage.type", SettingKind::Text, "default checkpoint storage type (shared_fs, directory, s3)"),
     setting("checkpoint_storage.host_path", SettingKind::Text, "shared_fs checkpoint storage host path"),
     setting("checkpoint_storage.storage_path", SettingKind::Text, "checkpoint storage sub-path"),
@@ -138,6 +142,33 @@ pub struct DbConfig {
 pub struct SecurityConfig {
     pub initial_user_password: Option<String>,
     pub token: TokenConfig,
+    /// Ours: the Unix account on agents that the tasks of a user without a linked agent user
+    /// (`det user link-with-agent-user`) run as. Unprivileged by default, never root unless
+    /// configured so.
+    pub default_task_user: DefaultTaskUser,
+}
+
+/// `security.default_task_user`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct DefaultTaskUser {
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+    pub group: String,
+}
+
+impl DefaultTaskUser {
+    /// In the agent protocol's shape.
+    pub fn unix_user(&self) -> resolute_api::agent_protocol::AgentUnixUser {
+        resolute_api::agent_protocol::AgentUnixUser { user: self.user.clone(), uid: self.uid, group: self.group.clone(), gid: self.gid }
+    }
+}
+
+impl Default for DefaultTaskUser {
+    fn default() -> Self {
+        DefaultTaskUser { uid: 65534, gid: 65534, user: "nobody".to_owned(), group: "nogroup".to_owned() }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -300,6 +331,15 @@ impl MasterConfig {
                 field: "security.token.default_lifespan_days".to_owned(),
                 message: "must be at least 1".to_owned(),
             });
+        }
+        let task_user = &self.security.default_task_user;
+        for (field, name) in [("user", &task_user.user), ("group", &task_user.group)] {
+            if name.trim().is_empty() || name.contains(['\0', '/', ':']) {
+                return Err(ConfigError::Invalid {
+                    field: format!("security.default_task_user.{field}"),
+                    message: format!("{name:?} is not a Unix {field} name"),
+                });
+            }
         }
         if tracing_level(&self.log.level).is_none() {
             return Err(ConfigError::Invalid {

@@ -84,3 +84,21 @@ fn unreadable_and_malformed_files_are_errors() {
     let err = MasterConfig::load_with_env(Some(file.path()), &[], &[]).unwrap_err();
     assert!(matches!(err, ConfigError::Syntax { .. }), "{err}");
 }
+
+#[test]
+fn default_task_user_is_unprivileged_unless_configured() {
+    let c = MasterConfig::load_with_env(None, &[], &[]).unwrap();
+    assert_eq!(c.security.default_task_user, DefaultTaskUser { uid: 65534, gid: 65534, user: "nobody".into(), group: "nogroup".into() });
+    let c = MasterConfig::from_tree(
+        serde_json::json!({"security": {"default_task_user": {"uid": 1000, "gid": 100, "user": "ml", "group": "users"}}}),
+    )
+    .unwrap();
+    assert_eq!(c.security.default_task_user, DefaultTaskUser { uid: 1000, gid: 100, user: "ml".into(), group: "users".into() });
+    let vars = env(&[("DET_SECURITY_DEFAULT_TASK_USER_UID", "0"), ("DET_SECURITY_DEFAULT_TASK_USER_USER", "root")]);
+    let c = MasterConfig::load_with_env(None, &vars, &[]).unwrap();
+    assert_eq!((c.security.default_task_user.uid, c.security.default_task_user.user.as_str()), (0, "root"));
+    let err = MasterConfig::load_with_env(None, &env(&[("DET_SECURITY_DEFAULT_TASK_USER_UID", "-1")]), &[]).unwrap_err();
+    assert!(err.to_string().contains("security.default_task_user.uid"), "{err}");
+    let err = MasterConfig::from_tree(serde_json::json!({"security": {"default_task_user": {"group": ""}}})).unwrap_err();
+    assert!(err.to_string().contains("security.default_task_user.group"), "{err}");
+}

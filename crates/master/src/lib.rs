@@ -69,6 +69,11 @@ impl Master {
             .ensure_default_users(config.security.initial_user_password.as_deref())
             .await
             .map_err(|e| MasterError::Bootstrap(e.message))?;
+        if config.security.default_task_user.uid == 0 {
+            tracing::warn!(
+                "security.default_task_user is root: tasks of users without a linked agent user run as root on agents that run as root"
+            );
+        }
         let addr = SocketAddr::from(([0, 0, 0, 0], config.port));
         let listener = TcpListener::bind(addr).await.map_err(|source| MasterError::Bind { port: config.port, source })?;
         Ok(Master { listener, state, store, cluster_events })
@@ -97,12 +102,15 @@ impl Master {
     /// Serves until `shutdown` resolves, then drains connections and closes the store.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), MasterError> {
         let Master { listener, state, store, cluster_events } = self;
-        let hooks = Arc::new(services::ServiceHooks::new(
-            state.store.clone(),
-            state.task_logs.clone(),
-            state.proxies.clone(),
-            state.config.container_defaults.clone(),
-        ));
+        let hooks = Arc::new(
+            services::ServiceHooks::new(
+                state.store.clone(),
+                state.task_logs.clone(),
+                state.proxies.clone(),
+                state.config.container_defaults.clone(),
+            )
+            .with_default_task_user(&state.config.security.default_task_user),
+        );
         let cluster_loop = tokio::spawn(
             cluster::start_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), hooks, cluster_events).await,
         );

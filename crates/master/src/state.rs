@@ -73,7 +73,9 @@ impl AppState {
             runtime: TrialRuntimeService::new(store.clone(), cluster.clone()),
             task_logs: TaskLogService::new(store.clone()),
             tasks: TaskService::new(store.clone(), cluster.clone()),
-            commands: CommandService::new(store.clone(), cluster.clone()).with_container_defaults(config.container_defaults.clone()),
+            commands: CommandService::new(store.clone(), cluster.clone())
+                .with_container_defaults(config.container_defaults.clone())
+                .with_default_task_user(&config.security.default_task_user),
             templates: TemplateService::new(store.clone()),
             cluster,
             proxies: ProxyRegistry::new(),

@@ -27,7 +27,8 @@ mod summary;
 pub use error::{StoreError, StoreResult};
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};
 pub use model::{
-    AuthenticatedSession, NewSession, NewUser, OrderDirection, RevokeSessions, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord,
+    AgentUserGroup, AuthenticatedSession, NewSession, NewUser, OrderDirection, RevokeSessions, SessionRecord, UserFilter, UserPage, UserPatch,
+    UserRecord,
     UserSort,
 };
 pub use model_checkpoints::{

@@ -15,6 +15,33 @@ pub struct UserRecord {
     pub password_hash: Option<String>,
     pub modified_at: DateTime<Utc>,
     pub last_auth_at: Option<DateTime<Utc>>,
+    /// The Unix account on agents this user's tasks run as (upstream's agent user group); the
+    /// four columns are written together, so either all are set or none.
+    pub agent_uid: Option<i32>,
+    pub agent_gid: Option<i32>,
+    pub agent_user: Option<String>,
+    pub agent_group: Option<String>,
+}
+
+impl UserRecord {
+    /// The linked agent account, when the user has one.
+    pub fn agent_user_group(&self) -> Option<AgentUserGroup> {
+        Some(AgentUserGroup {
+            uid: self.agent_uid?,
+            gid: self.agent_gid?,
+            user: self.agent_user.clone()?,
+            group: self.agent_group.clone()?,
+        })
+    }
+}
+
+/// A Unix user and primary group on the agents (`det user link-with-agent-user`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentUserGroup {
+    pub uid: i32,
+    pub gid: i32,
+    pub user: String,
+    pub group: String,
 }
 
 #[derive(Clone, Debug)]
@@ -37,6 +64,8 @@ pub struct UserPatch {
     pub active: Option<bool>,
     pub remote: Option<bool>,
     pub password_hash: Option<Option<String>>,
+    /// Links the user to this agent account (replacing any earlier link).
+    pub agent_user_group: Option<AgentUserGroup>,
     pub now: Option<DateTime<Utc>>,
     /// Sessions to end in the same transaction (a password change, a deactivation).
     pub revoke_sessions: Option<RevokeSessions>,

@@ -264,7 +264,8 @@ impl Daemon {
             tracing::warn!("ignoring StartTask for container {container_id}, which already runs here");
             return;
         }
-        let launch = match tasks::prepare(&start, &self.devices, &self.runtime.options().work_root) {
+        let agent_uid = nix::unistd::geteuid().as_raw();
+        let launch = match tasks::prepare(&start, &self.devices, &self.runtime.options().work_root, agent_uid) {
             Ok(mut launch) => {
                 tasks::add_master_address(&mut launch.spec.env, &self.config.master_host, self.config.master_port);
                 launch
@@ -276,7 +277,21 @@ impl Daemon {
             }
         };
         tracing::info!("starting container {container_id} of task {} ({})", start.task_id, start.description);
-        let tasks::Launch { spec, shim, harness_info, readiness } = launch;
+        let tasks::Launch { spec, shim, harness_info, readiness, warning } = launch;
+        if let Some(warning) = warning {
+            tracing::warn!("container {container_id}: {warning}");
+            let line = crate::events::LogLine {
+                task_id: start.task_id.clone(),
+                allocation_id: start.allocation_id.clone(),
+                container_id: container_id.clone(),
+                timestamp: chrono::Utc::now(),
+                stdtype: crate::events::StdType::Stderr,
+                log: warning,
+            };
+            if self.batch.push(line) {
+                self.flush_batch();
+            }
+        }
         self.tasks.insert(
             container_id.clone(),
             TaskEntry {
@@ -456,7 +471,7 @@ fn wire_device(device: &Device) -> AgentDevice {
     AgentDevice { id: device.id, brand: device.brand.clone(), uuid: device.uuid.clone(), device_type: device_type.to_string() }
 }
 
-/// The account this agent (and so every task it starts) runs as.
+/// The account this agent runs as (and so, unless it is root, every task it starts).
 fn unix_user() -> Option<AgentUnixUser> {
     let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
     let user = nix::unistd::User::from_uid(uid).ok().flatten()?;

@@ -17,6 +17,7 @@ use crate::events::TaskExit;
 use crate::harness_shim::ShimDir;
 use crate::process::Runtime;
 use crate::spec::{Entrypoint, LaunchContext, TaskSpec, TaskType, environment};
+use crate::task_user::{decide, hand_over_tree};
 use crate::work_files::WorkFile;
 use crate::workdir::task_work_dir;
 
@@ -62,10 +63,14 @@ pub(crate) struct Launch {
     /// The master's harness info files, written into the shim as given.
     pub harness_info: BTreeMap<String, serde_json::Value>,
     pub readiness: Readiness,
+    /// For the task's log: it cannot run as the account the master named.
+    pub warning: Option<String>,
 }
 
 /// Checks the message and builds the spec and the shim location; `Err` is the failure to report.
-pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path) -> Result<Launch, String> {
+/// `agent_uid` is this agent's effective uid, which decides whether it can run the task as
+/// `run_as` ([`decide`]).
+pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path, agent_uid: u32) -> Result<Launch, String> {
     let task_type: TaskType = serde_json::from_value(serde_json::Value::String(start.task_type.clone())).map_err(|_| {
         format!("unknown task_type {:?}; expected TRIAL, NOTEBOOK, SHELL, COMMAND, TENSORBOARD, CHECKPOINT_GC or GENERIC", start.task_type)
     })?;
@@ -95,6 +100,7 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path) -
         TaskEntrypoint::Argv(argv) => Entrypoint::Argv(argv.clone()),
         TaskEntrypoint::Shell(command) => Entrypoint::Shell(command.clone()),
     };
+    let (run_as, warning) = decide(agent_uid, start.run_as.as_ref());
     let spec = TaskSpec {
         task_id: start.task_id.clone(),
         allocation_id: start.allocation_id.clone(),
@@ -107,8 +113,10 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path) -
         python: start.python.as_deref().filter(|p| !p.trim().is_empty()).map(PathBuf::from),
         port_env: start.port_env.clone(),
         files,
+        run_as,
+        task_dirs: start.task_dirs.clone(),
     };
-    Ok(Launch { spec, shim, harness_info: start.harness_info.clone(), readiness })
+    Ok(Launch { spec, shim, harness_info: start.harness_info.clone(), readiness, warning })
 }
 
 fn work_file(file: &TaskFile) -> Result<WorkFile, String> {
@@ -137,11 +145,19 @@ pub(crate) async fn launch(
     harness_info: BTreeMap<String, serde_json::Value>,
 ) -> Result<Started, String> {
     let env = final_environment(&runtime, &spec)?;
-    let (devices, writer, model) = (spec.devices.clone(), shim.clone(), spec.work_dir_archive.clone());
-    tokio::task::spawn_blocking(move || writer.write(&env, &devices, &harness_info, model.as_deref()))
-        .await
-        .map_err(|e| format!("writing the harness info was interrupted: {e}"))?
-        .map_err(|e| e.to_string())?;
+    let (devices, writer, model, run_as) = (spec.devices.clone(), shim.clone(), spec.work_dir_archive.clone(), spec.run_as.clone());
+    let write = move || {
+        writer.write(&env, &devices, &harness_info, model.as_deref()).map_err(|e| e.to_string())?;
+        // The info files hold the task's session token: its account's alone.
+        if let Some(account) = &run_as
+            && let Err(e) = hand_over_tree(&writer.root, account)
+        {
+            let _ = writer.remove();
+            return Err(e.to_string());
+        }
+        Ok(())
+    };
+    tokio::task::spawn_blocking(write).await.map_err(|e| format!("writing the harness info was interrupted: {e}"))??;
     match runtime.start(spec).await {
         Ok(handle) => Ok(Started { pid: handle.info().pid, ports: handle.info().ports.clone() }),
         Err(e) => {
@@ -217,6 +233,8 @@ mod tests {
             ready_pattern: None,
             files: vec![],
             harness_info: BTreeMap::new(),
+            run_as: None,
+            task_dirs: vec![],
         }
     }
 
@@ -226,7 +244,7 @@ mod tests {
 
     #[test]
     fn spec_takes_the_assigned_devices_and_shim_path() {
-        let launch = prepare(&start(vec![1]), &[cpu(0), cpu(1)], Path::new("/root")).unwrap();
+        let launch = prepare(&start(vec![1]), &[cpu(0), cpu(1)], Path::new("/root"), 0).unwrap();
         assert_eq!(launch.spec.devices, vec![cpu(1)]);
         assert_eq!(launch.spec.env["PYTHONPATH"], "/root/t1/t1.a1.harness/python:/user");
         assert_eq!(launch.spec.python, None);
@@ -246,26 +264,26 @@ mod tests {
 
     #[test]
     fn bad_messages_become_failures() {
-        let err = prepare(&start(vec![5]), &[cpu(0)], Path::new("/root")).err().unwrap();
+        let err = prepare(&start(vec![5]), &[cpu(0)], Path::new("/root"), 0).err().unwrap();
         assert!(err.contains("slot 5 is not a slot of this agent (its slots: [0])"), "{err}");
         let mut bad = start(vec![]);
         bad.task_type = "BATCH".into();
-        assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("unknown task_type \"BATCH\""));
+        assert!(prepare(&bad, &[], Path::new("/r"), 0).err().unwrap().contains("unknown task_type \"BATCH\""));
         let mut bad = start(vec![]);
         bad.work_dir_archive_b64 = Some("***".into());
-        assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("not valid base64"));
+        assert!(prepare(&bad, &[], Path::new("/r"), 0).err().unwrap().contains("not valid base64"));
         let mut bad = start(vec![]);
         bad.allocation_id = "../x".into();
-        assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("allocation_id"));
+        assert!(prepare(&bad, &[], Path::new("/r"), 0).err().unwrap().contains("allocation_id"));
         let mut bad = start(vec![]);
         bad.ready_pattern = Some("[".into());
-        assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("ready_pattern \"[\" is not a valid regular expression"));
+        assert!(prepare(&bad, &[], Path::new("/r"), 0).err().unwrap().contains("ready_pattern \"[\" is not a valid regular expression"));
         let file = |path: &str, content_b64: &str| TaskFile { path: path.into(), content_b64: content_b64.into(), mode: 0o600 };
         let mut bad = start(vec![]);
         bad.files = vec![file("../authorized_keys", "")];
-        let err = prepare(&bad, &[], Path::new("/r")).err().unwrap();
+        let err = prepare(&bad, &[], Path::new("/r"), 0).err().unwrap();
         assert!(err.contains("task file \"../authorized_keys\" is refused: its path contains '..'"), "{err}");
         bad.files = vec![file("k", "***")];
-        assert!(prepare(&bad, &[], Path::new("/r")).err().unwrap().contains("task file \"k\" is not valid base64"));
+        assert!(prepare(&bad, &[], Path::new("/r"), 0).err().unwrap().contains("task file \"k\" is not valid base64"));
     }
 }

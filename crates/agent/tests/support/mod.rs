@@ -177,6 +177,8 @@ pub fn start_task(container_id: &str, entrypoint: TaskEntrypoint) -> StartTask {
         ready_pattern: None,
         files: Vec::new(),
         harness_info: BTreeMap::new(),
+        run_as: None,
+        task_dirs: vec![],
     }
 }
 

@@ -207,6 +207,17 @@ fn master_args(paths: &Paths, args: &ClusterUpArgs) -> Result<Vec<String>, CliEr
     if let Some(name) = &args.cluster_name {
         set("cluster_name", name.clone())?;
     }
+    // A local deployment is one person's: its tasks run as whoever deployed it (the agents run
+    // as that account too). A master.yaml given with --master-config-path decides instead.
+    if args.master_config_path.is_none() {
+        let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+        let user = nix::unistd::User::from_uid(uid).ok().flatten().map_or_else(|| uid.to_string(), |u| u.name);
+        let group = nix::unistd::Group::from_gid(gid).ok().flatten().map_or_else(|| gid.to_string(), |g| g.name);
+        set("security.default_task_user.uid", uid.to_string())?;
+        set("security.default_task_user.gid", gid.to_string())?;
+        set("security.default_task_user.user", user)?;
+        set("security.default_task_user.group", group)?;
+    }
     if let Some(dir) = &args.storage_host_path {
         fs::create_dir_all(dir).map_err(|e| io_msg(dir, e))?;
         set("checkpoint_storage.type", "shared_fs".to_owned())?;

@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 use resolute_api::master::GetMasterResponse;
-use resolute_api::users::{GetUsersResponse, PatchUser, PostUserRequest, User, UserResponse};
+use resolute_api::users::{AgentUserGroup, GetUsersResponse, PatchUser, PostUserRequest, User, UserResponse};
 use serde_json::Value;
 
 use super::Globals;
@@ -92,6 +92,23 @@ pub enum UserCommand {
         #[arg(long, value_name = "(true|false)", value_parser = string_to_bool)]
         admin: Option<bool>,
     },
+    /// link a user with UID/GID on agent
+    LinkWithAgentUser {
+        /// name of user to link with an agent user
+        det_username: String,
+        /// UID on the agent to run tasks as
+        #[arg(long, allow_negative_numbers = true)]
+        agent_uid: Option<i64>,
+        /// user on the agent to run tasks as
+        #[arg(long)]
+        agent_user: Option<String>,
+        /// GID on agent to run tasks as
+        #[arg(long, allow_negative_numbers = true)]
+        agent_gid: Option<i64>,
+        /// group on the agent to run tasks as
+        #[arg(long)]
+        agent_group: Option<String>,
+    },
 }
 
 /// Upstream's `util.strtobool`: the usual false words, anything else non-empty is true.
@@ -131,6 +148,22 @@ pub fn run(g: &Globals, cmd: Option<UserCommand>) -> Result<(), CliError> {
         Edit { target_user, display_name, username, remote, active, admin } => {
             let patch = PatchUser { display_name, username, remote, active, admin, ..PatchUser::default() };
             edit(g, &target_user, patch)
+        }
+        LinkWithAgentUser { det_username, agent_uid, agent_user, agent_gid, agent_group } => {
+            // Upstream's order and wording; the master checks the values.
+            let missing = [
+                ("agent-uid", agent_uid.is_none()),
+                ("agent-user", agent_user.is_none()),
+                ("agent-gid", agent_gid.is_none()),
+                ("agent-group", agent_group.is_none()),
+            ]
+            .into_iter()
+            .find(|(_, missing)| *missing);
+            if let Some((flag, _)) = missing {
+                return Err(CliError::msg(format!("{flag} argument required")));
+            }
+            let group = AgentUserGroup { agent_uid, agent_gid, agent_user, agent_group };
+            patch_by_name(g, &det_username, &PatchUser { agent_user_group: Some(group), ..PatchUser::default() })
         }
     }
 }
@@ -173,13 +206,18 @@ fn list(g: &Globals, all: bool) -> Result<(), CliError> {
     Ok(())
 }
 
-/// One field of `agentUserGroup` (camelCase or proto snake_case), `N/A` when unset.
+/// One field of `agentUserGroup`, `N/A` when unset.
 fn agent_field(user: &User, camel: &str) -> Cell {
-    let snake = camel.replace("agent", "agent_").to_lowercase();
-    let value = user.agent_user_group.as_ref().and_then(|g| g.get(camel).or_else(|| g.get(&snake)));
-    match value {
-        Some(Value::Number(n)) => n.as_i64().map_or_else(|| Cell::Str(n.to_string()), Cell::Int),
-        Some(Value::String(s)) => Cell::Str(s.clone()),
+    let Some(group) = &user.agent_user_group else { return Cell::Str("N/A".to_owned()) };
+    let (id, name) = match camel {
+        "agentUid" => (group.agent_uid, None),
+        "agentGid" => (group.agent_gid, None),
+        "agentUser" => (None, group.agent_user.clone()),
+        _ => (None, group.agent_group.clone()),
+    };
+    match (id, name) {
+        (Some(id), _) => Cell::Int(id),
+        (_, Some(name)) => Cell::Str(name),
         _ => Cell::Str("N/A".to_owned()),
     }
 }

@@ -113,11 +113,15 @@ impl Orchestrator {
             return Ok(());
         };
         let allocation_id = assignment.allocation_id.as_str();
-        let tasks = match owner {
-            AllocationOwner::Trial(trial_id) => self.trial_start_tasks(trial_id, allocation_id, &assignment.placements).await?,
-            AllocationOwner::Task(task_id) => self.command_start_tasks(&task_id, allocation_id, &assignment.placements).await?,
+        let tasks = match &owner {
+            AllocationOwner::Trial(trial_id) => self.trial_start_tasks(*trial_id, allocation_id, &assignment.placements).await?,
+            AllocationOwner::Task(task_id) => self.command_start_tasks(task_id, allocation_id, &assignment.placements).await?,
         };
         let mut tasks = tasks;
+        let run_as = self.task_unix_user(&owner).await?;
+        for (_, task) in &mut tasks {
+            task.run_as = Some(run_as.clone());
+        }
         if let Some(hook) = self.hooks.startup_hook(&assignment.pool) {
             let file = TaskFile { path: DEFAULTS_STARTUP_HOOK.to_owned(), content_b64: BASE64.encode(hook), mode: 0o644 };
             for (_, task) in &mut tasks {

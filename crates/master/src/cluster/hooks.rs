@@ -1,6 +1,7 @@
 //! What the loop asks of the rest of the master without depending on it: services implement
 //! [`LoopHooks`] and hand it to [`start_loop`](super::start_loop), so the loop never imports them.
 
+use resolute_api::agent_protocol::AgentUnixUser;
 use serde_json::Value;
 
 use crate::domain::TaskType;
@@ -30,4 +31,7 @@ pub trait LoopHooks: Send + Sync {
     fn service_gone(&self, task_id: &str);
     /// `task_container_defaults.startup_hook` for tasks in `pool`, if any.
     fn startup_hook(&self, pool: &str) -> Option<String>;
+    /// The account tasks of a user without a linked agent user run as
+    /// (`security.default_task_user`).
+    fn default_task_user(&self) -> AgentUnixUser;
 }

@@ -16,6 +16,7 @@ mod hooks;
 mod orchestrator;
 pub mod rm;
 mod signals;
+mod task_user;
 mod trial;
 mod view;
 
@@ -30,6 +31,7 @@ pub use hooks::{LoopHooks, ServiceEndpoint};
 pub use orchestrator::{Orchestrator, Timing, start_loop};
 pub use rm::{AgentInput, RmInput};
 pub use signals::PreemptionSignals;
+pub use task_user::resolve_task_user;
 
 /// The pool agents and experiments use when they name none.
 pub const DEFAULT_POOL: &str = "default";

@@ -96,7 +96,8 @@ pub(super) fn shell(view: &CommandView) -> Shell {
 }
 
 /// Who `det shell open` logs in as (upstream's CLI reads `agentUserGroup.user`, falling back to
-/// root): the account of the agent that runs the shell, or before placement of one in its pool.
+/// root): the account the shell's sshd runs as — its owner's agent user (or the default task
+/// user) on an agent running as root, else the agent's own account.
 fn agent_user_group(view: &CommandView) -> serde_json::Value {
     match &view.agent_user {
         Some(u) => serde_json::json!({"user": u.user, "uid": u.uid, "group": u.group, "gid": u.gid}),

@@ -4,7 +4,9 @@ use axum::Json;
 use axum::extract::{Path, State};
 use resolute_api::error::ErrorBody;
 use resolute_api::pagination::Pagination;
-use resolute_api::users::{GetUsersQuery, GetUsersResponse, OrderBy, PatchUser, PostUserRequest, User, UserResponse, UserSortBy};
+use resolute_api::users::{
+    AgentUserGroup, GetUsersQuery, GetUsersResponse, OrderBy, PatchUser, PostUserRequest, User, UserResponse, UserSortBy,
+};
 use resolute_store::{OrderDirection, UserRecord, UserSort};
 
 use super::extract::{JsonBody, QueryParams};
@@ -15,12 +17,18 @@ use crate::services::{NewUserRequest, Principal, UserChanges, UserListQuery};
 use crate::state::AppState;
 
 pub fn to_wire(u: UserRecord) -> User {
+    let link = u.agent_user_group();
     User {
         id: u.id,
         username: u.username,
         admin: u.admin,
         active: u.active,
-        agent_user_group: None,
+        agent_user_group: link.map(|g| AgentUserGroup {
+            agent_uid: Some(i64::from(g.uid)),
+            agent_gid: Some(i64::from(g.gid)),
+            agent_user: Some(g.user),
+            agent_group: Some(g.group),
+        }),
         display_name: u.display_name,
         modified_at: Some(u.modified_at),
         remote: u.remote,
@@ -84,9 +92,6 @@ pub async fn create(
     JsonBody(req): JsonBody<PostUserRequest>,
 ) -> ApiResult<Json<UserResponse>> {
     let user = req.user.ok_or_else(|| ApiError::invalid("user: required (the account to create)"))?;
-    if user.agent_user_group.as_ref().is_some_and(|g| !g.is_null()) {
-        return Err(ApiError::unimplemented("user.agentUserGroup: linking agent users is not supported yet"));
-    }
     let client_hash = submitted_to_client_hash(req.password.as_deref().unwrap_or(""), req.is_hashed);
     let created = state
         .users
@@ -99,6 +104,7 @@ pub async fn create(
                 active: user.active,
                 remote: user.remote,
                 client_hash,
+                agent_user_group: user.agent_user_group,
             },
         )
         .await?;
@@ -128,9 +134,6 @@ pub async fn patch(
     Path(id): Path<String>,
     JsonBody(req): JsonBody<PatchUser>,
 ) -> ApiResult<Json<UserResponse>> {
-    if req.agent_user_group.as_ref().is_some_and(|g| !g.is_null()) {
-        return Err(ApiError::unimplemented("agentUserGroup: linking agent users is not supported yet"));
-    }
     let is_hashed = req.is_hashed.unwrap_or(false);
     let changes = UserChanges {
         username: req.username,
@@ -139,6 +142,7 @@ pub async fn patch(
         active: req.active,
         remote: req.remote,
         client_hash: req.password.map(|p| submitted_to_client_hash(&p, is_hashed)),
+        agent_user_group: req.agent_user_group,
     };
     let user = state.users.update(&caller, parse_user_id(&id)?, changes).await?;
     Ok(Json(UserResponse { user: to_wire(user) }))

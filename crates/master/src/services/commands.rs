@@ -62,11 +62,19 @@ pub struct CommandService {
     pub(super) cluster: ClusterHandle,
     /// The master's and pools' `task_container_defaults`, merged under every config.
     container_defaults: Arc<TaskContainerDefaults>,
+    /// `security.default_task_user`: who a task runs as when its owner has no agent user.
+    default_task_user: resolute_api::agent_protocol::AgentUnixUser,
 }
 
 impl CommandService {
     pub fn new(store: Arc<dyn Store>, cluster: ClusterHandle) -> Self {
-        CommandService { store, cluster, container_defaults: Arc::default() }
+        let nobody = crate::config::DefaultTaskUser::default();
+        CommandService { store, cluster, container_defaults: Arc::default(), default_task_user: nobody.unix_user() }
+    }
+
+    pub fn with_default_task_user(mut self, user: &crate::config::DefaultTaskUser) -> Self {
+        self.default_task_user = user.unix_user();
+        self
     }
 
     pub fn with_container_defaults(mut self, defaults: TaskContainerDefaults) -> Self {
@@ -249,6 +257,15 @@ impl CommandService {
         let agent_user = match containers.first() {
             Some(c) => cluster.agents.get(&c.agent_id).and_then(|a| a.unix_user.clone()),
             None => cluster.agents.values().filter(|a| a.resource_pool == resource_pool).find_map(|a| a.unix_user.clone()),
+        };
+        // An agent running as root runs the task as its owner's account (as the loop chose it
+        // at launch, `cluster/task_user.rs`); any other agent runs it as itself.
+        let agent_user = match agent_user {
+            Some(agent) if agent.uid != 0 => Some(agent),
+            _ => {
+                let link = self.store.user_by_id(record.owner_id).await?.agent_user_group();
+                Some(crate::cluster::resolve_task_user(link, self.default_task_user.clone()))
+            }
         };
         Ok(CommandView { record, allocation, containers, state, resource_pool, agent_user })
     }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use resolute_api::agent_protocol::AgentUnixUser;
 use resolute_store::Store;
 use serde_json::Value;
 
@@ -17,6 +18,7 @@ pub struct ServiceHooks {
     task_logs: TaskLogService,
     proxies: ProxyRegistry,
     container_defaults: TaskContainerDefaults,
+    default_task_user: AgentUnixUser,
 }
 
 impl ServiceHooks {
@@ -26,7 +28,14 @@ impl ServiceHooks {
         proxies: ProxyRegistry,
         container_defaults: TaskContainerDefaults,
     ) -> Self {
-        ServiceHooks { store, task_logs, proxies, container_defaults }
+        let nobody = crate::config::DefaultTaskUser::default();
+        ServiceHooks { store, task_logs, proxies, container_defaults, default_task_user: nobody.unix_user() }
+    }
+
+    /// Tasks of users without a linked agent user run as `user`.
+    pub fn with_default_task_user(mut self, user: &crate::config::DefaultTaskUser) -> Self {
+        self.default_task_user = user.unix_user();
+        self
     }
 }
 
@@ -56,5 +65,9 @@ impl LoopHooks for ServiceHooks {
 
     fn startup_hook(&self, pool: &str) -> Option<String> {
         self.container_defaults.startup_hook(pool).map(str::to_owned)
+    }
+
+    fn default_task_user(&self) -> AgentUnixUser {
+        self.default_task_user.clone()
     }
 }

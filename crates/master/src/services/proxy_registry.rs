@@ -167,6 +167,10 @@ mod tests {
             password_hash: None,
             modified_at: Utc::now(),
             last_auth_at: None,
+            agent_uid: None,
+            agent_gid: None,
+            agent_user: None,
+            agent_group: None,
         };
         Principal { user, session_id: 1 }
     }

@@ -2,11 +2,14 @@
 //!
 //! Rules (as upstream's open-source edition): any user may read users; only admins create users
 //! or change another user's account; a non-admin may change only their own display name and
-//! password.
+//! password. Only admins link a user to an agent user (the Unix account their tasks run as).
 
 use std::sync::Arc;
 
-use resolute_store::{OrderDirection, RevokeSessions, Store, UserFilter, UserPage, UserPatch, UserRecord, UserSort, db_now};
+use resolute_api::users::AgentUserGroup as WireAgentUserGroup;
+use resolute_store::{
+    AgentUserGroup, OrderDirection, RevokeSessions, Store, UserFilter, UserPage, UserPatch, UserRecord, UserSort, db_now,
+};
 
 use crate::auth::password;
 use crate::error::{ApiError, ApiResult};
@@ -30,6 +33,8 @@ pub struct NewUserRequest {
     pub remote: bool,
     /// The client hash of the password (blank = no password).
     pub client_hash: String,
+    /// `user.agentUserGroup`, linked right after the user is created.
+    pub agent_user_group: Option<WireAgentUserGroup>,
 }
 
 /// A change to a user; the password is already normalised to its client hash.
@@ -41,6 +46,8 @@ pub struct UserChanges {
     pub active: Option<bool>,
     pub remote: Option<bool>,
     pub client_hash: Option<String>,
+    /// `agentUserGroup`: link the user to this agent user (admins only).
+    pub agent_user_group: Option<WireAgentUserGroup>,
 }
 
 impl UserService {
@@ -78,6 +85,7 @@ impl UserService {
         if req.remote && !req.client_hash.is_empty() {
             return Err(ApiError::invalid("password: remote users cannot have a password"));
         }
+        let link = req.agent_user_group.as_ref().map(|g| validate_agent_user_group(g, "user.agentUserGroup")).transpose()?;
         let password_hash = password::hash_for_storage(req.client_hash).await;
         let user = resolute_store::NewUser {
             username: req.username,
@@ -88,7 +96,14 @@ impl UserService {
             password_hash,
             now: db_now(),
         };
-        Ok(self.store.create_user(user).await?)
+        let created = self.store.create_user(user).await?;
+        match link {
+            Some(link) => {
+                let patch = UserPatch { agent_user_group: Some(link), ..Default::default() };
+                Ok(self.store.update_user(created.id, &patch).await?)
+            }
+            None => Ok(created),
+        }
     }
 
     pub async fn get(&self, id: i32) -> ApiResult<UserRecord> {
@@ -124,6 +139,10 @@ impl UserService {
 
     pub async fn update(&self, caller: &Principal, id: i32, changes: UserChanges) -> ApiResult<UserRecord> {
         let is_self = caller.user.id == id;
+        if changes.agent_user_group.is_some() && !caller.user.admin {
+            return Err(ApiError::forbidden("only admins can link users to agent users (agentUserGroup)"));
+        }
+        let link = changes.agent_user_group.as_ref().map(|g| validate_agent_user_group(g, "agentUserGroup")).transpose()?;
         let admin_only = changes.username.is_some() || changes.admin.is_some() || changes.active.is_some() || changes.remote.is_some();
         if !caller.user.admin && (!is_self || admin_only) {
             return Err(ApiError::forbidden(if is_self {
@@ -166,6 +185,7 @@ impl UserService {
             active: changes.active,
             remote: changes.remote,
             password_hash,
+            agent_user_group: link,
             now: Some(db_now()),
             revoke_sessions,
         };
@@ -219,4 +239,41 @@ fn validate_display_name(name: &str) -> ApiResult<()> {
         return Err(ApiError::invalid("displayName must not contain control characters"));
     }
     Ok(())
+}
+
+/// Linux's longest user and group names.
+const MAX_AGENT_NAME_LEN: usize = 32;
+
+/// All four fields of an agent user group, ids in proto `int32`'s non-negative range, names
+/// that can be Unix account names. `field` is the group's path in the request.
+pub fn validate_agent_user_group(group: &WireAgentUserGroup, field: &str) -> ApiResult<AgentUserGroup> {
+    let id = |name: &str, value: Option<i64>| -> ApiResult<i32> {
+        let value = value.ok_or_else(|| ApiError::invalid(format!("{field}.{name} is required to link an agent user")))?;
+        i32::try_from(value)
+            .ok()
+            .filter(|v| *v >= 0)
+            .ok_or_else(|| ApiError::invalid(format!("{field}.{name} must be between 0 and {}, found {value}", i32::MAX)))
+    };
+    let name = |name: &str, value: &Option<String>| -> ApiResult<String> {
+        let value = value.as_deref().ok_or_else(|| ApiError::invalid(format!("{field}.{name} is required to link an agent user")))?;
+        let problem = if value.is_empty() {
+            Some("must not be empty".to_owned())
+        } else if value.chars().count() > MAX_AGENT_NAME_LEN {
+            Some(format!("must be at most {MAX_AGENT_NAME_LEN} characters"))
+        } else if value.chars().any(|c| c.is_whitespace() || c.is_control() || c == '/' || c == ':') {
+            Some("must not contain whitespace, control characters, '/' or ':'".to_owned())
+        } else {
+            None
+        };
+        match problem {
+            Some(p) => Err(ApiError::invalid(format!("{field}.{name} {value:?} is invalid: {p}"))),
+            None => Ok(value.to_owned()),
+        }
+    };
+    Ok(AgentUserGroup {
+        uid: id("agentUid", group.agent_uid)?,
+        gid: id("agentGid", group.agent_gid)?,
+        user: name("agentUser", &group.agent_user)?,
+        group: name("agentGroup", &group.agent_group)?,
+    })
 }

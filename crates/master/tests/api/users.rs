@@ -147,6 +147,67 @@ pub async fn patch_fields_and_rename_conflict(m: &TestMaster) {
     m.login("carlos", "Carl1234").await;
     let r = m.patch("/api/v1/users/999", Some(&admin), json!({"active": true})).await;
     assert_error(&r, 404, "NotFound");
-    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), json!({"agentUserGroup": {"agentUid": 1}})).await;
-    assert_error(&r, 501, "Unimplemented");
+}
+
+/// `det user link-with-agent-user`: admins link any user (also at creation), the link shows in
+/// every user read as upstream's `agentUserGroup`, nobody else may link (not even themselves),
+/// and bad values are 400s naming the field.
+pub async fn agent_user_group_links(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let id = m.create_user(&admin, "lena", "Lena1234").await;
+    let lena = m.login("lena", "Lena1234").await;
+    let group = json!({"agentUid": 20001, "agentGid": 20002, "agentUser": "lena", "agentGroup": "ml"});
+
+    let own = m.patch(&format!("/api/v1/users/{id}"), Some(&lena), json!({"agentUserGroup": group})).await;
+    assert_error(&own, 403, "PermissionDenied");
+    assert!(own.text.contains("only admins can link users to agent users"), "{}", own.text);
+    assert!(m.get("/api/v1/me", Some(&lena)).await.body["user"]["agentUserGroup"].is_null());
+
+    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), json!({"agentUserGroup": group})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["user"]["agentUserGroup"], group);
+    assert_eq!(m.get("/api/v1/me", Some(&lena)).await.body["user"]["agentUserGroup"], group);
+    assert_eq!(m.get(&format!("/api/v1/users/{id}"), Some(&lena)).await.body["user"]["agentUserGroup"], group);
+    let listed = m.get("/api/v1/users?name=lena", Some(&lena)).await;
+    assert_eq!(listed.body["users"][0]["agentUserGroup"], group);
+    // Another change leaves the link alone.
+    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), json!({"displayName": "Lena"})).await;
+    assert_eq!(r.body["user"]["agentUserGroup"], group);
+
+    let bad = |field: &str, value: serde_json::Value| {
+        let mut g = group.clone();
+        match value {
+            serde_json::Value::Null => {
+                g.as_object_mut().unwrap().remove(field);
+            }
+            v => g[field] = v,
+        }
+        json!({"agentUserGroup": g})
+    };
+    for (body, wanted) in [
+        (bad("agentUid", json!(-1)), "agentUserGroup.agentUid must be between 0 and 2147483647, found -1"),
+        (bad("agentGid", json!(4294967296_i64)), "agentUserGroup.agentGid must be between 0 and 2147483647, found 4294967296"),
+        (bad("agentGroup", serde_json::Value::Null), "agentUserGroup.agentGroup is required"),
+        (bad("agentUid", serde_json::Value::Null), "agentUserGroup.agentUid is required"),
+        (bad("agentUser", json!("a:b")), "agentUserGroup.agentUser \"a:b\" is invalid"),
+        (bad("agentUser", json!("")), "agentUserGroup.agentUser \"\" is invalid: must not be empty"),
+    ] {
+        let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), body).await;
+        assert_error(&r, 400, "InvalidArgument");
+        let message = r.body["error"]["error"].as_str().unwrap_or_default();
+        assert!(message.contains(wanted), "wanted {wanted:?} in {message}");
+    }
+    // Refused patches changed nothing.
+    assert_eq!(m.get(&format!("/api/v1/users/{id}"), Some(&admin)).await.body["user"]["agentUserGroup"], group);
+
+    let created =
+        m.post("/api/v1/users", Some(&admin), json!({"user": {"username": "lars", "agentUserGroup": group}, "password": "Lars1234"})).await;
+    assert_eq!(created.status, 200, "{}", created.text);
+    assert_eq!(created.body["user"]["agentUserGroup"], group);
+    let refused = m
+        .post("/api/v1/users", Some(&admin), json!({"user": {"username": "lars2", "agentUserGroup": {"agentUid": 5}}, "password": "x"}))
+        .await;
+    assert_error(&refused, 400, "InvalidArgument");
+    assert!(refused.text.contains("user.agentUserGroup.agentGid is required"), "{}", refused.text);
+    assert_eq!(m.get("/api/v1/users/lars2/by-username", Some(&admin)).await.status, 404, "a refused create leaves no user");
 }

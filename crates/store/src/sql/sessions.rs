@@ -29,7 +29,7 @@ impl SqlStore {
     pub(crate) async fn session_by_token_hash_impl(&self, token_hash: &str) -> StoreResult<Option<AuthenticatedSession>> {
         // Every authenticated request runs this: one indexed join, no second round trip.
         const SQL: &str = "SELECT s.id AS session_id, s.expires_at, u.id, u.username, u.display_name, u.admin, u.active, \
-             u.remote, u.password_hash, u.modified_at, u.last_auth_at \
+             u.remote, u.password_hash, u.modified_at, u.last_auth_at, u.agent_uid, u.agent_gid, u.agent_user, u.agent_group \
              FROM user_sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1";
         let found = on_pool!(self, pool => {
             sqlx::query_as::<_, AuthenticatedSession>(SQL).bind(token_hash).fetch_optional(pool).await?

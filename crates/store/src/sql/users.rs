@@ -4,7 +4,7 @@ use super::{SqlStore, on_pool};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{NewUser, OrderDirection, RevokeSessions, UserFilter, UserPage, UserPatch, UserRecord, UserSort};
 
-const USER_COLUMNS: &str = "id, username, display_name, admin, active, remote, password_hash, modified_at, last_auth_at";
+const USER_COLUMNS: &str = "id, username, display_name, admin, active, remote, password_hash, modified_at, last_auth_at, agent_uid, agent_gid, agent_user, agent_group";
 
 /// Shared WHERE clause of the list and count queries; `$1`..`$3` are active, admin, name pattern.
 /// Names fold ASCII case only, as SQLite's `LOWER` does (PostgreSQL's under the "C" collation).
@@ -105,7 +105,11 @@ impl SqlStore {
                active = COALESCE($5, active), \
                remote = COALESCE($6, remote), \
                password_hash = CASE WHEN $7 THEN $8 ELSE password_hash END, \
-               modified_at = COALESCE($9, modified_at) \
+               modified_at = COALESCE($9, modified_at), \
+               agent_uid = CASE WHEN $10 THEN $11 ELSE agent_uid END, \
+               agent_gid = CASE WHEN $10 THEN $12 ELSE agent_gid END, \
+               agent_user = CASE WHEN $10 THEN $13 ELSE agent_user END, \
+               agent_group = CASE WHEN $10 THEN $14 ELSE agent_group END \
              WHERE id = $1 RETURNING {USER_COLUMNS}"
         );
         for (field, value) in [("username", &patch.username), ("display name", &patch.display_name)] {
@@ -123,6 +127,7 @@ impl SqlStore {
             RevokeSessions::AllBut(keep) => keep,
         });
         let sqlite = matches!(self.pool, super::Pool::Sqlite(_));
+        let link = patch.agent_user_group.as_ref();
         let updated = on_pool!(self, pool => {
             // SQLite: take the write lock first, so the admin count below cannot change before
             // the update. PostgreSQL: `FOR UPDATE` on the active admins does the same.
@@ -147,6 +152,11 @@ impl SqlStore {
                 .bind(set_password)
                 .bind(&new_hash)
                 .bind(patch.now)
+                .bind(link.is_some())
+                .bind(link.map(|g| g.uid))
+                .bind(link.map(|g| g.gid))
+                .bind(link.map(|g| g.user.as_str()))
+                .bind(link.map(|g| g.group.as_str()))
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(|e| StoreError::from_write("user", key, e))?;

@@ -40,6 +40,7 @@ harness::conformance!(odd_input::odd_unicode_round_trips);
 harness::conformance!(odd_input::huge_numbers_are_not_found_or_empty);
 harness::conformance!(odd_input::name_filters_fold_ascii_case_only);
 harness::conformance!(odd_input::log_lines_keep_nul_and_refuse_it_in_their_fields);
+harness::conformance!(users::agent_user_group_links_and_relinks);
 harness::conformance!(sessions::create_lookup_delete);
 harness::conformance!(sessions::user_update_revokes_sessions);
 harness::conformance!(sessions::the_last_active_admin_cannot_be_removed);

@@ -1,5 +1,5 @@
 use chrono::TimeDelta;
-use resolute_store::{NewUser, OrderDirection, Store, StoreError, UserFilter, UserPatch, UserSort, db_now};
+use resolute_store::{AgentUserGroup, NewUser, OrderDirection, Store, StoreError, UserFilter, UserPatch, UserSort, db_now};
 
 pub fn new_user(name: &str) -> NewUser {
     NewUser {
@@ -136,4 +136,35 @@ pub async fn record_login_sets_last_auth(store: &dyn Store) {
     let at = db_now();
     store.record_login(user.id, at).await.unwrap();
     assert_eq!(store.user_by_id(user.id).await.unwrap().last_auth_at, Some(at));
+}
+
+/// `det user link-with-agent-user`: the four columns are written together, read back by id,
+/// name, list and session, left alone by other patches, and replaced by a new link.
+pub async fn agent_user_group_links_and_relinks(store: &dyn Store) {
+    let created = store.create_user(new_user("linda")).await.unwrap();
+    assert_eq!(created.agent_user_group(), None);
+    let link = AgentUserGroup { uid: 20001, gid: 20002, user: "linda".into(), group: "ml-team".into() };
+    let patch = UserPatch { agent_user_group: Some(link.clone()), ..Default::default() };
+    let linked = store.update_user(created.id, &patch).await.unwrap();
+    assert_eq!(linked.agent_user_group(), Some(link.clone()));
+    assert_eq!(store.user_by_name("linda").await.unwrap().agent_user_group(), Some(link.clone()));
+    let page = store.list_users(&UserFilter { name: Some("linda".into()), ..Default::default() }).await.unwrap();
+    assert_eq!(page.users[0].agent_user_group(), Some(link.clone()));
+    store
+        .create_session(resolute_store::NewSession {
+            user_id: created.id,
+            token_hash: "linda-token".into(),
+            created_at: db_now(),
+            expires_at: db_now() + TimeDelta::days(1),
+        })
+        .await
+        .unwrap();
+    let session = store.session_by_token_hash("linda-token").await.unwrap().unwrap();
+    assert_eq!(session.user.agent_user_group(), Some(link.clone()));
+
+    let other = UserPatch { display_name: Some("Linda".into()), ..Default::default() };
+    assert_eq!(store.update_user(created.id, &other).await.unwrap().agent_user_group(), Some(link));
+    let relink = AgentUserGroup { uid: 0, gid: 0, user: "root".into(), group: "root".into() };
+    let patch = UserPatch { agent_user_group: Some(relink.clone()), ..Default::default() };
+    assert_eq!(store.update_user(created.id, &patch).await.unwrap().agent_user_group(), Some(relink));
 }

@@ -74,6 +74,9 @@ pub fn command_start_task(l: &CommandLaunch<'_>) -> StartTask {
         ready_pattern: l.service.ready_pattern.clone(),
         files: l.files.to_vec(),
         harness_info: BTreeMap::new(),
+        // Set by the loop for every kind (`cluster/task_user.rs`).
+        run_as: None,
+        task_dirs: Vec::new(),
     }
 }
 

@@ -89,6 +89,7 @@ impl Orchestrator {
             config,
             config_json: record.config.clone(),
             owner: record.owner_username.clone(),
+            owner_id: record.owner_id,
             job_id: record.job_id.clone(),
             searcher,
             length_unit: unit,

@@ -17,6 +17,7 @@ pub(in crate::cluster) struct ExperimentRun {
     pub config: ExperimentConfig,
     pub config_json: Value,
     pub owner: String,
+    pub owner_id: i32,
     pub job_id: String,
     pub searcher: Searcher,
     pub length_unit: Option<LengthUnit>,

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use resolute_api::agent_protocol::{StartTask, TaskEntrypoint};
+use resolute_api::agent_protocol::{StartTask, TaskDir, TaskEntrypoint};
 use resolute_expconf::ExperimentConfig;
 use serde_json::{Value, json};
 
@@ -106,7 +106,26 @@ pub fn trial_start_task(l: &TrialLaunch<'_>) -> Result<StartTask, TaskEnvError> 
         ready_pattern: None,
         files: Vec::new(),
         harness_info: BTreeMap::from([(TRIAL_INFO_FILE.to_owned(), trial_info)]),
+        // Set by the loop for every kind (`cluster/task_user.rs`).
+        run_as: None,
+        task_dirs: storage_dirs(l),
     })
+}
+
+/// Where a trial running as its owner's account must be able to write on the host: the
+/// checkpoint storage root, shared by every user's trials (each checkpoint is a directory the
+/// trial creates there), and its own TensorBoard directory, whose parents other trials share.
+/// Nothing for storage that is not a host path (s3, …).
+fn storage_dirs(l: &TrialLaunch<'_>) -> Vec<TaskDir> {
+    let Ok(storage) = resolute_storage::StorageConfig::from_experiment_config(l.config_json) else { return Vec::new() };
+    let mut dirs = Vec::new();
+    if let Ok(root) = storage.root() {
+        dirs.push(TaskDir { path: root.to_string_lossy().into_owned(), shared: true });
+    }
+    if let Ok(tensorboard) = storage.tensorboard_dir(l.cluster_id, l.experiment_id, l.trial_id) {
+        dirs.push(TaskDir { path: tensorboard.to_string_lossy().into_owned(), shared: false });
+    }
+    dirs
 }
 
 /// The config as the harness must see it. Trials run as host processes, not in containers, so
