@@ -313,7 +313,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("secret");
         std::fs::write(&file, "from-file\n").unwrap();
-        let config = AgentConfig { security: AgentSecurity { agent_secret: None, agent_secret_file: Some(file.clone()) }, ..Default::default() };
+        let config =
+            AgentConfig { security: AgentSecurity { agent_secret: None, agent_secret_file: Some(file.clone()) }, ..Default::default() };
         assert_eq!(config.security.resolve().unwrap().as_deref(), Some("from-file"));
         let both = AgentSecurity { agent_secret: Some("a".into()), agent_secret_file: Some(file) };
         assert!(both.resolve().unwrap_err().to_string().contains("not both"));

@@ -202,7 +202,8 @@ async fn the_join_secret_is_presented_and_a_refusal_ends_the_agent_without_retri
         axum::routing::get(move || {
             counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             async {
-                let body = serde_json::json!({"error": {"code": 16, "reason": "Unauthenticated", "error": "the agent join secret is wrong"}});
+                let body =
+                    serde_json::json!({"error": {"code": 16, "reason": "Unauthenticated", "error": "the agent join secret is wrong"}});
                 (axum::http::StatusCode::UNAUTHORIZED, axum::Json(body))
             }
         }),
@@ -260,7 +261,8 @@ async fn a_streamed_archive_arrives_whole_and_a_lost_connection_fails_its_start(
     conn.register(vec![]).await;
     let content = incompressible(3 * 1024 * 1024 + 17);
     let digest = hex_digest(&sha2::Sha256::digest(&content));
-    let messages = streamed_start("big", &format!("test \"$(sha256sum big.bin | cut -c1-64)\" = {digest}"), &tar_gz_with("big.bin", &content));
+    let messages =
+        streamed_start("big", &format!("test \"$(sha256sum big.bin | cut -c1-64)\" = {digest}"), &tar_gz_with("big.bin", &content));
     assert!(messages.len() > 4, "the archive goes in several pieces");
     for message in messages {
         conn.send(message);

@@ -181,12 +181,8 @@ impl Daemon {
     fn agent_started(&self, options: &AgentOptions, addresses: Vec<String>) -> AgentToMaster {
         // A task that ended while the master was unreachable is still "here" until its exit, which
         // waits in the outbox, has been reported: otherwise the master would call it lost.
-        let reattached: Vec<String> = options
-            .tasks_to_reattach
-            .iter()
-            .filter(|id| self.tasks.contains_key(*id) || self.outbox.holds_exit_of(id))
-            .cloned()
-            .collect();
+        let reattached: Vec<String> =
+            options.tasks_to_reattach.iter().filter(|id| self.tasks.contains_key(*id) || self.outbox.holds_exit_of(id)).cloned().collect();
         let unexpected: Vec<&String> = self.tasks.keys().filter(|id| !options.tasks_to_reattach.contains(*id)).collect();
         if !unexpected.is_empty() {
             tracing::warn!("the master does not know these running tasks any more; they keep running: {unexpected:?}");

@@ -207,13 +207,9 @@ mod tests {
         assert_eq!(config.security.resolve().unwrap().as_deref(), Some("from-flag"));
         let secret_file = dir.path().join("secret");
         std::fs::write(&secret_file, "from-secret-file\n").unwrap();
-        let config = load_config(&parse(&[
-            "--config-file",
-            file.to_str().unwrap(),
-            "--security-agent-secret-file",
-            secret_file.to_str().unwrap(),
-        ]))
-        .unwrap();
+        let config =
+            load_config(&parse(&["--config-file", file.to_str().unwrap(), "--security-agent-secret-file", secret_file.to_str().unwrap()]))
+                .unwrap();
         assert_eq!(config.security.resolve().unwrap().as_deref(), Some("from-secret-file"));
         let err = load_config(&parse(&["--security-agent-secret-file", "/no/such/secret"])).unwrap_err().to_string();
         assert!(err.contains("cannot read agent_secret_file /no/such/secret"), "{err}");

@@ -17,9 +17,7 @@ pub enum AgentRefusal {
          (or DET_SECURITY_AGENT_SECRET, or --security-agent-secret) to the master's security.agent_secret"
     )]
     MissingSecret,
-    #[error(
-        "the agent join secret is wrong: the agent's security.agent_secret must equal the master's security.agent_secret"
-    )]
+    #[error("the agent join secret is wrong: the agent's security.agent_secret must equal the master's security.agent_secret")]
     WrongSecret,
     #[error(
         "this master has no agent join secret (security.agent_secret), so it accepts agents only from its own machine \

@@ -317,8 +317,7 @@ pub async fn remote_agents_need_a_join_secret(m: &TestMaster) {
         return;
     };
     let port = m.base.rsplit(':').next().unwrap();
-    let (status, reason) =
-        FakeAgent::try_connect(&format!("http://{ip}:{port}"), "remote", 1, vec![], None).await.err().expect("refused");
+    let (status, reason) = FakeAgent::try_connect(&format!("http://{ip}:{port}"), "remote", 1, vec![], None).await.err().expect("refused");
     if status == 0 {
         println!("skipped: the master does not listen on {ip} ({reason})");
         return;

@@ -70,8 +70,7 @@ harness::api_test!(cluster_loop::remote_agents_need_a_join_secret);
 
 #[tokio::test]
 async fn agents_without_the_join_secret_are_refused() {
-    let mut config = resolute_master::MasterConfig::default();
-    config.agent_secret = Some("s3cret".into());
+    let config = resolute_master::MasterConfig { agent_secret: Some("s3cret".into()), ..Default::default() };
     cluster_loop::agents_without_the_join_secret_are_refused(&harness::TestMaster::start(config).await).await;
 }
 harness::api_test!(runtime_trials::metrics_are_stored_rolled_back_and_searched);
