@@ -112,6 +112,7 @@ impl FakeAgent {
             match self.recv().await {
                 MasterToAgent::TaskArchiveChunk(chunk) => {
                     assert_eq!((chunk.container_id.as_str(), chunk.seq, chunk.last), (container_id, seq, seq + 1 == chunks));
+                    assert!(chunk.data_b64.len() <= 1024 * 1024, "a piece is at most 1 MiB of base64");
                     archive.push_str(&chunk.data_b64);
                 }
                 other => panic!("expected archive piece {seq} of {container_id}, got {other:?}"),

@@ -477,3 +477,51 @@ fn device_type(name: &str) -> DeviceType {
         _ => DeviceType::Cpu,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use resolute_api::agent_protocol::TaskEntrypoint;
+
+    use super::*;
+
+    fn start(archive_b64: Option<String>) -> StartTask {
+        StartTask {
+            container_id: "c".into(),
+            task_id: "t".into(),
+            allocation_id: "t.1".into(),
+            task_type: "TRIAL".into(),
+            description: String::new(),
+            slot_ids: vec![0],
+            entrypoint: TaskEntrypoint::Shell("true".into()),
+            env: Default::default(),
+            work_dir_archive_b64: archive_b64,
+            work_dir_archive_stream: None,
+            python: None,
+            port_env: vec![],
+            ready_pattern: None,
+            files: vec![],
+            harness_info: Default::default(),
+        }
+    }
+
+    #[test]
+    fn archives_leave_the_start_message_for_pieces() {
+        // 40 MiB of base64: far over one message, yet every message stays small.
+        let mut task = start(Some("QUJD".repeat(10 * 1024 * 1024)));
+        let chunks = stream_archive(&mut task);
+        assert_eq!(task.work_dir_archive_b64, None);
+        assert_eq!(task.work_dir_archive_stream.as_ref().map(|s| (s.bytes, s.chunks as usize)), Some((30 * 1024 * 1024, chunks.len())));
+        assert!(chunks.iter().all(|c| serde_json::to_vec(c).unwrap().len() < 1024 * 1024 + 200));
+        assert!(check_message_size(&task).is_ok());
+        let mut plain = start(None);
+        assert!(stream_archive(&mut plain).is_empty() && plain.work_dir_archive_stream.is_none());
+    }
+
+    #[test]
+    fn a_start_too_large_for_one_message_is_refused_with_its_size() {
+        let mut task = start(None);
+        task.env.insert("HUGE".into(), "x".repeat(MAX_MESSAGE_BYTES));
+        let err = check_message_size(&task).unwrap_err().to_string();
+        assert!(err.contains("start message is") && err.contains("message limit") && err.contains("environment_variables"), "{err}");
+    }
+}
