@@ -35,6 +35,13 @@ with det.core.init() as core:
     print("after the outage", flush=True)
 """
 
+# Records the trial process's pid in the file named by PIDS_FILE.
+PID_PREFIX = """
+import os
+with open(os.environ["PIDS_FILE"], "a") as f:
+    f.write(f"{os.getpid()}\\n")
+"""
+
 # A Core API trial that checks the big file of its model definition against the digest beside it.
 CHECKSUM_TRIAL = """
 import hashlib, sys
@@ -211,17 +218,51 @@ def test_agent_outlives_an_unreachable_master_and_its_task_finishes(
         relay.close()
 
 
-def test_agent_finds_a_restarted_master_by_itself(fresh_master: Master, tmp_path: Path) -> None:
+def test_agent_finds_a_restarted_master_by_itself(fresh_master: Master, isolated_client_config: Path, tmp_path: Path) -> None:
     master = fresh_master
-    agent = Agent(master, tmp_path / "agent", slots=1)
+    det = DetCli(master.url, isolated_client_config)
+    agent = Agent(master, tmp_path / "agent", slots=2)
     try:
         agent.wait_registered(master)
+        go, pids, command_pid = tmp_path / "go", tmp_path / "pids", tmp_path / "command.pid"
+        config, model = core_experiment(
+            tmp_path, PID_PREFIX + WAITING_TRIAL, env=[f"GO_FILE={go}", f"PIDS_FILE={pids}"]
+        )
+        exp = sdk(master).get_experiment(create(det, config, model))
+        wait_for("the trial's first process", lambda: pids.exists() and pids.read_text().split(), 120)
+        first = int(pids.read_text().split()[0])
+        # A process that never calls the master, so only a kill ends it.
+        det.ok("cmd", "run", "-d", f"echo $$ > {command_pid}; exec sleep 600")
+        wait_for("the command's process", lambda: command_pid.exists() and command_pid.read_text().strip(), 60)
+        sleeper = int(command_pid.read_text())
+
+        # Killed outright, then started again on the same data and port.
+        master.proc.kill()
+        master.proc.wait()
         master.restart(same_port=True)
-        # Nobody restarts the agent: it reconnects and registers with the new master process.
+        # Nobody restarts the agent: it reconnects and registers with the new master process,
+        # which owns no process of the old one: the agent is told to kill it, and the trial runs
+        # again as a new run.
         agent.wait_registered(master, timeout=90)
+        wait_for("the old processes to be killed", lambda: not alive(first) and not alive(sleeper), 60, 0.2)
+        wait_for("the trial's second process", lambda: len(pids.read_text().split()) >= 2, 120)
+        go.write_text("")
+        assert wait_state(exp, {ExpState.COMPLETED}, 120) == ExpState.COMPLETED
         assert agent.proc.poll() is None, agent.log_tail()
     finally:
         agent.stop()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped) counts as gone.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def test_a_model_definition_over_the_message_limit_reaches_the_agent_intact(

@@ -149,6 +149,25 @@ async fn reconnects_and_reports_what_happened_meanwhile() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_that_forgot_a_task_hears_of_it_and_decides() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |c| c.agent_reconnect_backoff = Some(Duration::from_millis(50)));
+    let mut conn = master.accept().await;
+    conn.register(vec![]).await;
+    conn.send(MasterToAgent::StartTask(Box::new(start_task("orphan", shell("sleep 600")))));
+    until_running(&mut conn, "orphan").await;
+    conn.drop_connection();
+    // A restarted master expects nothing here; the agent still names what runs, so it can be killed.
+    let mut conn = master.accept().await;
+    let started = conn.register(vec![]).await;
+    assert_eq!(started.tasks_reattached, ["orphan"]);
+    conn.send(MasterToAgent::KillTask { container_id: "orphan".into() });
+    let (states, _) = until_terminated(&mut conn, "orphan").await;
+    assert_eq!(exit_of(&states).signal, Some(9));
+    agent.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_terminates_running_tasks_and_reports_them() {
     let mut master = FakeMaster::start().await;
     let agent = spawn_agent(&master, |_| {});

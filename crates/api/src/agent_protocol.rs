@@ -115,7 +115,9 @@ pub struct AgentStarted {
     pub resource_pool: String,
     #[serde(default)]
     pub hostname: String,
-    /// Of `tasks_to_reattach`, the container ids still running here.
+    /// The container ids still running here (whether or not in `tasks_to_reattach`: the master
+    /// kills those it does not own), and those of `tasks_to_reattach` whose exit the agent has yet
+    /// to report.
     #[serde(default)]
     pub tasks_reattached: Vec<String>,
     /// The IP addresses at which other hosts (the master's proxy) reach this agent's task ports:

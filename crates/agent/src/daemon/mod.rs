@@ -179,13 +179,17 @@ impl Daemon {
     }
 
     fn agent_started(&self, options: &AgentOptions, addresses: Vec<String>) -> AgentToMaster {
-        // A task that ended while the master was unreachable is still "here" until its exit, which
-        // waits in the outbox, has been reported: otherwise the master would call it lost.
-        let reattached: Vec<String> =
-            options.tasks_to_reattach.iter().filter(|id| self.tasks.contains_key(*id) || self.outbox.holds_exit_of(id)).cloned().collect();
-        let unexpected: Vec<&String> = self.tasks.keys().filter(|id| !options.tasks_to_reattach.contains(*id)).collect();
-        if !unexpected.is_empty() {
-            tracing::warn!("the master does not know these running tasks any more; they keep running: {unexpected:?}");
+        // Every task still running here is reported, known to this master or not: a restarted
+        // master no longer owns the old ones and tells the agent to kill them (its recovery rule).
+        // A task that ended while the master was unreachable counts as still here until its exit,
+        // which waits in the outbox, has been reported: otherwise the master would call it lost.
+        let mut reattached: Vec<String> = self.tasks.keys().cloned().collect();
+        reattached
+            .extend(options.tasks_to_reattach.iter().filter(|id| !self.tasks.contains_key(*id) && self.outbox.holds_exit_of(id)).cloned());
+        reattached.sort_unstable();
+        let unknown: Vec<&String> = self.tasks.keys().filter(|id| !options.tasks_to_reattach.contains(*id)).collect();
+        if !unknown.is_empty() {
+            tracing::warn!("the master does not know these running tasks any more; it decides their fate: {unknown:?}");
         }
         AgentToMaster::AgentStarted(AgentStarted {
             version: AGENT_VERSION.to_string(),
