@@ -101,7 +101,8 @@ def create_pg_database() -> Dict[str, str]:
 
 
 class Master:
-    """One `det master run` child process on a free loopback port."""
+    """One `det master run` child process on a free loopback port, with a fresh agent join secret
+    (`DET_SECURITY_AGENT_SECRET`), which the `Agent`s started for it present."""
 
     def __init__(self, workdir: Path, config_yaml: Optional[str] = None, tasks_as_root: bool = True) -> None:
         """`tasks_as_root`: a test fixture choice. Trials and commands in these tests run the
@@ -116,6 +117,8 @@ class Master:
             self.config_file.write_text(config_yaml)
         self.db = compat_db()
         self.env = {k: v for k, v in os.environ.items() if k not in DB_ENV_VARS}
+        self.agent_secret = uuid.uuid4().hex
+        self.env["DET_SECURITY_AGENT_SECRET"] = self.agent_secret
         if self.db == "postgres":
             self.env.update(create_pg_database())
         if tasks_as_root:
@@ -124,8 +127,8 @@ class Master:
         self.log_path = workdir / "master.log"
         self._spawn()
 
-    def _spawn(self) -> None:
-        self.port = free_port()
+    def _spawn(self, port: Optional[int] = None) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [
             str(master_binary()),
@@ -144,10 +147,11 @@ class Master:
             )
         self._wait_for_info()
 
-    def restart(self) -> "Master":
-        """Stops the master (if running) and starts it again on the same data, on a new port."""
+    def restart(self, same_port: bool = False) -> "Master":
+        """Stops the master (if running) and starts it again on the same data, on a new port
+        (or, with `same_port`, where its agents look for it)."""
         self.stop()
-        self._spawn()
+        self._spawn(self.port if same_port else None)
         return self
 
     def close(self) -> None:
@@ -256,7 +260,17 @@ class Agent:
     slots; it runs trials with RESOLUTE_TRIAL_PYTHON (default: the Python running pytest, whose
     venv scripts/python-env.sh builds with the harness, scikit-learn and, if available, torch)."""
 
-    def __init__(self, master: Master, workdir: Path, slots: int = 4, extra_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        master: Master,
+        workdir: Path,
+        slots: int = 4,
+        port: Optional[int] = None,
+        secret: Optional[str] = "master's",
+        extra_args: Optional[List[str]] = None,
+    ) -> None:
+        """`port`: where the agent looks for the master (default: the master's own port);
+        `secret`: the join secret it presents (default: the master's; None: none)."""
         workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = workdir / "agent.log"
         cmd = [
@@ -266,14 +280,19 @@ class Agent:
             "--master-host",
             "127.0.0.1",
             "--master-port",
-            str(master.port),
+            str(port or master.port),
             "--artificial-slots",
             str(slots),
             "--python",
             os.environ.get("RESOLUTE_TRIAL_PYTHON", sys.executable),
-            *extra_args,
+            *(extra_args or []),
         ]
         env = {k: v for k, v in os.environ.items() if k not in CLIENT_ENV_VARS + DB_ENV_VARS}
+        env.pop("DET_SECURITY_AGENT_SECRET", None)
+        if secret == "master's":
+            secret = master.agent_secret
+        if secret is not None:
+            env["DET_SECURITY_AGENT_SECRET"] = secret
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT

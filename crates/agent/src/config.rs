@@ -27,13 +27,58 @@ pub struct AgentConfig {
     pub python: PathBuf,
     /// How long a terminated task gets between SIGTERM and SIGKILL.
     pub termination_grace_seconds: u64,
-    /// How many times to retry connecting to the master, at start and after a lost connection.
-    pub agent_reconnect_attempts: u32,
-    /// Wait between connection attempts, in seconds (fractions allowed).
+    /// How many times to retry connecting to the master, at start and after a lost connection,
+    /// before the agent gives up (and terminates its tasks). Unset or 0: never give up — tasks
+    /// keep running while the master is unreachable, however long that lasts.
+    pub agent_reconnect_attempts: Option<u32>,
+    /// A fixed wait between connection attempts, in seconds (fractions allowed). Unset: 1 s,
+    /// doubling up to 30 s, each wait ±20 % at random (so agents do not return in lockstep).
     #[serde(with = "seconds")]
-    pub agent_reconnect_backoff: Duration,
+    pub agent_reconnect_backoff: Option<Duration>,
+    /// The cluster's join secret (ours), which a master with `security.agent_secret` requires.
+    pub security: AgentSecurity,
     /// Keep task work dirs (and their harness info) after the task ended, for debugging (ours).
     pub keep_work_dirs: bool,
+}
+
+/// `security` in agent.yaml.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentSecurity {
+    /// Sent as `Authorization: Bearer <secret>` on the `/agents` upgrade; never logged.
+    #[serde(skip_serializing)]
+    pub agent_secret: Option<String>,
+    /// A file whose trimmed contents are the secret, instead of `agent_secret`.
+    pub agent_secret_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for AgentSecurity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSecurity")
+            .field("agent_secret", &self.agent_secret.as_ref().map(|_| "<redacted>"))
+            .field("agent_secret_file", &self.agent_secret_file)
+            .finish()
+    }
+}
+
+impl AgentSecurity {
+    /// The secret from `agent_secret` or `agent_secret_file`; `None` when neither is set.
+    pub fn resolve(&self) -> Result<Option<String>, ConfigError> {
+        match (&self.agent_secret, &self.agent_secret_file) {
+            (Some(_), Some(_)) => Err(ConfigError::AgentSecret("set either agent_secret or agent_secret_file, not both".to_string())),
+            (Some(secret), None) if secret.trim().is_empty() => Err(ConfigError::AgentSecret("agent_secret must not be empty".to_string())),
+            (Some(secret), None) => Ok(Some(secret.trim().to_string())),
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| ConfigError::AgentSecret(format!("cannot read agent_secret_file {}: {e}", path.display())))?;
+                match text.trim() {
+                    "" => Err(ConfigError::AgentSecret(format!("agent_secret_file {} is empty", path.display()))),
+                    secret => Ok(Some(secret.to_string())),
+                }
+            }
+            (None, None) => Ok(None),
+        }
+    }
 }
 
 /// Which devices the agent offers as slots (`slot_type`).
@@ -62,6 +107,8 @@ pub enum ConfigError {
     EmptyPython,
     #[error("visible_gpus entry {0:?} is empty; list GPU indexes or UUIDs separated by commas, e.g. \"0,1\"")]
     InvalidVisibleGpus(String),
+    #[error("security: {0}")]
+    AgentSecret(String),
 }
 
 impl Default for AgentConfig {
@@ -77,8 +124,9 @@ impl Default for AgentConfig {
             work_root: None,
             python: PathBuf::from("python3"),
             termination_grace_seconds: 30,
-            agent_reconnect_attempts: 5,
-            agent_reconnect_backoff: Duration::from_secs(5),
+            agent_reconnect_attempts: None,
+            agent_reconnect_backoff: None,
+            security: AgentSecurity::default(),
             keep_work_dirs: false,
         }
     }
@@ -129,6 +177,7 @@ impl AgentConfig {
             return Err(ConfigError::EmptyPython);
         }
         self.visible_gpu_list()?;
+        self.security.resolve()?;
         Ok(())
     }
 }
@@ -175,19 +224,22 @@ fn visible_gpus_from_yaml<'de, D: Deserializer<'de>>(deserializer: D) -> Result<
     }))
 }
 
-/// A [`Duration`] written as a number of seconds, as upstream's `agent_reconnect_backoff`.
+/// An optional [`Duration`] written as a number of seconds, as upstream's `agent_reconnect_backoff`.
 mod seconds {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_f64(value.as_secs_f64())
+    pub fn serialize<S: Serializer>(value: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => serializer.serialize_f64(value.as_secs_f64()),
+            None => serializer.serialize_none(),
+        }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-        let secs = f64::deserialize(deserializer)?;
-        Duration::try_from_secs_f64(secs).map_err(|_| serde::de::Error::custom("expected a non-negative number of seconds"))
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+        let Some(secs) = Option::<f64>::deserialize(deserializer)? else { return Ok(None) };
+        Duration::try_from_secs_f64(secs).map(Some).map_err(|_| serde::de::Error::custom("expected a non-negative number of seconds"))
     }
 }
 
@@ -245,9 +297,29 @@ mod tests {
     #[test]
     fn reconnect_backoff_is_seconds() {
         let config: AgentConfig = serde_json::from_str(r#"{"agent_reconnect_backoff":0.25,"agent_reconnect_attempts":2}"#).unwrap();
-        assert_eq!(config.agent_reconnect_backoff, Duration::from_millis(250));
-        assert_eq!(config.agent_reconnect_attempts, 2);
+        assert_eq!(config.agent_reconnect_backoff, Some(Duration::from_millis(250)));
+        assert_eq!(config.agent_reconnect_attempts, Some(2));
         assert!(serde_json::from_str::<AgentConfig>(r#"{"agent_reconnect_backoff":-1}"#).is_err());
-        assert_eq!(AgentConfig::default().agent_reconnect_backoff, Duration::from_secs(5));
+        // By default the agent never gives up on the master.
+        assert_eq!((AgentConfig::default().agent_reconnect_attempts, AgentConfig::default().agent_reconnect_backoff), (None, None));
+    }
+
+    #[test]
+    fn agent_secret_is_given_or_read_from_a_file_and_never_shown() {
+        let config: AgentConfig = serde_json::from_str(r#"{"security":{"agent_secret":" s3cret "}}"#).unwrap();
+        assert_eq!(config.security.resolve().unwrap().as_deref(), Some("s3cret"));
+        assert!(!format!("{config:?}").contains("s3cret"));
+        assert!(!serde_json::to_string(&config).unwrap().contains("s3cret"));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        std::fs::write(&file, "from-file\n").unwrap();
+        let config =
+            AgentConfig { security: AgentSecurity { agent_secret: None, agent_secret_file: Some(file.clone()) }, ..Default::default() };
+        assert_eq!(config.security.resolve().unwrap().as_deref(), Some("from-file"));
+        let both = AgentSecurity { agent_secret: Some("a".into()), agent_secret_file: Some(file) };
+        assert!(both.resolve().unwrap_err().to_string().contains("not both"));
+        let missing = AgentSecurity { agent_secret: None, agent_secret_file: Some(dir.path().join("none")) };
+        let err = AgentConfig { security: missing, ..Default::default() }.validate().unwrap_err().to_string();
+        assert!(err.contains("cannot read agent_secret_file"), "{err}");
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use resolute_agent::daemon::{self, DaemonError};
 use resolute_agent::harness_shim::ShimDir;
-use resolute_api::agent_protocol::{LineLevel, MasterToAgent, StartTask, StdType, TaskEntrypoint, TaskState};
+use resolute_api::agent_protocol::{LineLevel, MasterToAgent, StartTask, StdType, TaskEntrypoint, TaskState, archive_chunks};
 use support::{
     DEADLINE, FakeMaster, config, exit_of, harness_python, shell, spawn_agent, start_task, until_running, until_terminated, wait_until,
 };
@@ -131,8 +131,12 @@ async fn reconnects_and_reports_what_happened_meanwhile() {
     std::fs::write(&go, "").unwrap();
     let mut conn = master.accept().await;
     assert!(conn.query.reconnect);
-    let started = conn.register(vec!["long".into(), "unknown".into()]).await;
-    assert_eq!(started.tasks_reattached, ["long"]);
+    // The short task has ended (its work dir is gone) before the agent learns what the master expects.
+    let short_dir = agent.work_root.path().join("task-short").join("task-short.1");
+    wait_until("the short task ended while disconnected", || !short_dir.exists()).await;
+    let started = conn.register(vec!["long".into(), "short".into(), "unknown".into()]).await;
+    // A task that ended meanwhile counts as still here until its exit is reported: not "lost".
+    assert_eq!(started.tasks_reattached, ["long", "short"]);
     let (states, logs) = until_terminated(&mut conn, "short").await;
     assert_eq!(exit_of(&states).exit_code, Some(0));
     assert_eq!(logs.iter().map(|l| l.log.as_str()).collect::<Vec<_>>(), ["buffered\n"]);
@@ -140,6 +144,25 @@ async fn reconnects_and_reports_what_happened_meanwhile() {
     // The task survived the reconnect and is still controlled over the new connection.
     conn.send(MasterToAgent::KillTask { container_id: "long".into() });
     let (states, _) = until_terminated(&mut conn, "long").await;
+    assert_eq!(exit_of(&states).signal, Some(9));
+    agent.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_that_forgot_a_task_hears_of_it_and_decides() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |c| c.agent_reconnect_backoff = Some(Duration::from_millis(50)));
+    let mut conn = master.accept().await;
+    conn.register(vec![]).await;
+    conn.send(MasterToAgent::StartTask(Box::new(start_task("orphan", shell("sleep 600")))));
+    until_running(&mut conn, "orphan").await;
+    conn.drop_connection();
+    // A restarted master expects nothing here; the agent still names what runs, so it can be killed.
+    let mut conn = master.accept().await;
+    let started = conn.register(vec![]).await;
+    assert_eq!(started.tasks_reattached, ["orphan"]);
+    conn.send(MasterToAgent::KillTask { container_id: "orphan".into() });
+    let (states, _) = until_terminated(&mut conn, "orphan").await;
     assert_eq!(exit_of(&states).signal, Some(9));
     agent.shut_down().await.unwrap();
 }
@@ -173,12 +196,122 @@ async fn master_refusal_and_unreachable_master_are_errors() {
     drop(closed);
     let root = tempfile::tempdir().unwrap();
     let mut config = config(port, root.path());
-    config.agent_reconnect_attempts = 1;
-    config.agent_reconnect_backoff = Duration::from_millis(10);
+    config.agent_reconnect_attempts = Some(1);
+    config.agent_reconnect_backoff = Some(Duration::from_millis(10));
     let err = daemon::run(config, std::future::pending()).await.unwrap_err();
     let text = err.to_string();
-    assert!(matches!(err, DaemonError::Unreachable { attempts: 2, .. }), "{err:?}");
+    assert!(matches!(err, DaemonError::Unreachable { attempts: 1, .. }), "{err:?}");
     assert!(text.contains(&format!("ws://127.0.0.1:{port}/agents")), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_join_secret_is_presented_and_a_refusal_ends_the_agent_without_retries() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |c| c.security.agent_secret = Some("s3cret".into()));
+    let mut conn = master.accept().await;
+    assert_eq!(conn.authorization.as_deref(), Some("Bearer s3cret"));
+    conn.register(vec![]).await;
+    agent.shut_down().await.unwrap();
+
+    // A master that answers 401 with its error envelope: the agent stops at once with the reason.
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = hits.clone();
+    let app = axum::Router::new().route(
+        "/agents",
+        axum::routing::get(move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async {
+                let body =
+                    serde_json::json!({"error": {"code": 16, "reason": "Unauthenticated", "error": "the agent join secret is wrong"}});
+                (axum::http::StatusCode::UNAUTHORIZED, axum::Json(body))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let root = tempfile::tempdir().unwrap();
+    let mut config = config(port, root.path());
+    config.agent_reconnect_attempts = None;
+    config.agent_reconnect_backoff = Some(Duration::from_millis(10));
+    let err = tokio::time::timeout(DEADLINE, daemon::run(config, std::future::pending())).await.unwrap().unwrap_err();
+    assert!(matches!(err, DaemonError::Refused(_)), "{err:?}");
+    assert!(err.to_string().contains("401") && err.to_string().contains("the agent join secret is wrong"), "{err}");
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1, "a refusal is not retried");
+}
+
+/// A tar.gz holding one file.
+fn tar_gz_with(name: &str, content: &[u8]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    let mut header = tar::Header::new_gnu();
+    header.set_size(content.len() as u64);
+    header.set_mode(0o644);
+    builder.append_data(&mut header, name, content).unwrap();
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+/// `count` bytes no compressor can shrink.
+fn incompressible(count: usize) -> Vec<u8> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
+}
+
+fn streamed_start(container_id: &str, command: &str, archive: &[u8]) -> Vec<MasterToAgent> {
+    use base64::Engine as _;
+    let mut start = start_task(container_id, shell(command));
+    let (stream, chunks) = archive_chunks(container_id, &base64::engine::general_purpose::STANDARD.encode(archive));
+    start.work_dir_archive_stream = Some(stream);
+    std::iter::once(MasterToAgent::StartTask(Box::new(start))).chain(chunks).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_archive_arrives_whole_and_a_lost_connection_fails_its_start() {
+    use sha2::Digest as _;
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |c| c.agent_reconnect_backoff = Some(Duration::from_millis(50)));
+    let mut conn = master.accept().await;
+    conn.register(vec![]).await;
+    let content = incompressible(3 * 1024 * 1024 + 17);
+    let digest = hex_digest(&sha2::Sha256::digest(&content));
+    let messages =
+        streamed_start("big", &format!("test \"$(sha256sum big.bin | cut -c1-64)\" = {digest}"), &tar_gz_with("big.bin", &content));
+    assert!(messages.len() > 4, "the archive goes in several pieces");
+    for message in messages {
+        conn.send(message);
+    }
+    let (states, _) = until_terminated(&mut conn, "big").await;
+    assert_eq!(exit_of(&states).exit_code, Some(0), "{states:?}");
+
+    // Only the start and the first piece arrive before the connection drops.
+    let mut messages = streamed_start("cut", "true", &tar_gz_with("big.bin", &content)).into_iter();
+    conn.send(messages.next().unwrap());
+    conn.send(messages.next().unwrap());
+    conn.drop_connection();
+    let mut conn = master.accept().await;
+    let started = conn.register(vec!["cut".into()]).await;
+    assert_eq!(started.tasks_reattached, ["cut"], "its failure is still to be reported");
+    let (states, _) = until_terminated(&mut conn, "cut").await;
+    let failure = exit_of(&states).failure.clone().unwrap();
+    assert!(failure.contains("the connection to the master was lost while its work dir archive was arriving"), "{failure}");
+    // Pieces of a start that is gone are ignored; the agent carries on.
+    for message in messages {
+        conn.send(message);
+    }
+    conn.send(MasterToAgent::StartTask(Box::new(start_task("after", shell("exit 0")))));
+    let (states, _) = until_terminated(&mut conn, "after").await;
+    assert_eq!(exit_of(&states).exit_code, Some(0));
+    agent.shut_down().await.unwrap();
+}
+
+fn hex_digest(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A trial as the master starts one: its `trial.json` is the master's, the agent only writes it.

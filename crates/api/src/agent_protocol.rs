@@ -12,6 +12,13 @@
 //! task's last log batch is always sent before its `Terminated` state change, and the batch holding
 //! the line that matched a task's `ready_pattern` before its `TaskReady`.
 //!
+//! The upgrade request carries the cluster's join secret as `Authorization: Bearer <secret>`
+//! ([`AGENT_SECRET_HEADER`]); a master refuses it with 401 and the error envelope naming the cause.
+//!
+//! No message may exceed [`MAX_MESSAGE_BYTES`] (the agent's frame limit): a work-dir archive is
+//! never inlined but follows its `StartTask` as [`MasterToAgent::TaskArchiveChunk`]s of at most
+//! [`ARCHIVE_CHUNK_BYTES`] each, in order, the last one marked `last`.
+//!
 //! Fields added after the first version carry `#[serde(default)]`, so either side may be older.
 
 use std::collections::BTreeMap;
@@ -34,6 +41,15 @@ pub struct AgentConnectQuery {
     pub reconnect: bool,
 }
 
+/// The header of the upgrade request that carries the join secret (`Bearer <secret>`).
+pub const AGENT_SECRET_HEADER: &str = "authorization";
+
+/// The largest websocket message (and frame) either side sends or accepts: the agent's limit.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Raw bytes of the archive per [`MasterToAgent::TaskArchiveChunk`]: 1 MiB once base64-encoded.
+pub const ARCHIVE_CHUNK_BYTES: usize = 768 * 1024;
+
 fn default_pool() -> String {
     "default".to_owned()
 }
@@ -52,6 +68,10 @@ pub enum MasterToAgent {
     KillTask {
         container_id: String,
     },
+    /// One piece of the work-dir archive of a `StartTask` whose `work_dir_archive_stream` is set.
+    /// Chunks follow their `StartTask` in order (`seq` from 0); the one with `last` completes the
+    /// archive, which the agent then checks against the announced size and extracts.
+    TaskArchiveChunk(TaskArchiveChunk),
     /// The master refuses this agent (e.g. a duplicate id); the agent logs `err_msg` and exits.
     AgentShutdown {
         err_msg: String,
@@ -95,7 +115,9 @@ pub struct AgentStarted {
     pub resource_pool: String,
     #[serde(default)]
     pub hostname: String,
-    /// Of `tasks_to_reattach`, the container ids still running here.
+    /// The container ids still running here (whether or not in `tasks_to_reattach`: the master
+    /// kills those it does not own), and those of `tasks_to_reattach` whose exit the agent has yet
+    /// to report.
     #[serde(default)]
     pub tasks_reattached: Vec<String>,
     /// The IP addresses at which other hosts (the master's proxy) reach this agent's task ports:
@@ -155,9 +177,14 @@ pub struct StartTask {
     /// `DET_*` variables from the master and the user's `environment_variables`. The agent adds
     /// what only it knows (agent id, container id, slot ids, CUDA_VISIBLE_DEVICES).
     pub env: BTreeMap<String, String>,
-    /// A tar.gz of the work dir (the model definition), base64; extracted before start.
+    /// A tar.gz of the work dir (the model definition), base64; extracted before start. Inside
+    /// the master only: on the wire the archive is announced by `work_dir_archive_stream` and
+    /// sent as [`TaskArchiveChunk`]s, so no message grows with it.
     #[serde(default)]
     pub work_dir_archive_b64: Option<String>,
+    /// The archive follows as [`MasterToAgent::TaskArchiveChunk`]s; the task starts once all arrived.
+    #[serde(default)]
+    pub work_dir_archive_stream: Option<ArchiveStream>,
     /// Overrides the agent's interpreter for this task (the experiment's `environment.python`).
     #[serde(default)]
     pub python: Option<String>,
@@ -201,6 +228,55 @@ pub struct TaskDir {
     /// owned by its `run_as` account.
     #[serde(default)]
     pub shared: bool,
+}
+
+/// The announcement of a streamed work-dir archive.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchiveStream {
+    /// The archive's size in bytes (decoded).
+    pub bytes: u64,
+    /// How many chunks follow.
+    pub chunks: u32,
+}
+
+/// One piece of a streamed work-dir archive.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskArchiveChunk {
+    pub container_id: String,
+    /// 0, 1, 2, … in the order the pieces make up the archive.
+    pub seq: u32,
+    /// At most [`ARCHIVE_CHUNK_BYTES`] of the archive, base64.
+    pub data_b64: String,
+    /// The final piece.
+    pub last: bool,
+}
+
+/// Splits a base64 archive into the chunk messages that follow its `StartTask`: each piece
+/// decodes on its own (a multiple of 4 characters), and there is at least one (marked `last`).
+pub fn archive_chunks(container_id: &str, archive_b64: &str) -> (ArchiveStream, Vec<MasterToAgent>) {
+    const CHARS: usize = ARCHIVE_CHUNK_BYTES / 3 * 4;
+    let archive_b64 = archive_b64.trim();
+    let pieces: Vec<&str> = if archive_b64.is_empty() {
+        vec![""]
+    } else {
+        archive_b64.as_bytes().chunks(CHARS).map(|c| std::str::from_utf8(c).unwrap_or_default()).collect()
+    };
+    let padding = archive_b64.bytes().rev().take_while(|b| *b == b'=').count().min(2);
+    let bytes = (archive_b64.len() / 4 * 3).saturating_sub(padding) as u64;
+    let count = pieces.len();
+    let messages = pieces
+        .into_iter()
+        .enumerate()
+        .map(|(i, piece)| {
+            MasterToAgent::TaskArchiveChunk(TaskArchiveChunk {
+                container_id: container_id.to_owned(),
+                seq: i as u32,
+                data_b64: piece.to_owned(),
+                last: i + 1 == count,
+            })
+        })
+        .collect();
+    (ArchiveStream { bytes, chunks: count as u32 }, messages)
 }
 
 /// One file of [`StartTask::files`].
@@ -401,6 +477,28 @@ mod tests {
         assert_eq!(file.mode, 0o644);
         let ready = AgentToMaster::TaskReady { container_id: "c".into(), allocation_id: "a".into() };
         assert_eq!(serde_json::to_string(&ready).unwrap(), r#"{"TaskReady":{"container_id":"c","allocation_id":"a"}}"#);
+    }
+
+    #[test]
+    fn archives_split_into_bounded_decodable_chunks() {
+        use base64::Engine as _;
+        let engine = base64::engine::general_purpose::STANDARD;
+        for size in [0usize, 1, 2, 3, ARCHIVE_CHUNK_BYTES - 1, ARCHIVE_CHUNK_BYTES, 2 * ARCHIVE_CHUNK_BYTES + 5] {
+            let archive: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+            let (stream, messages) = archive_chunks("c", &engine.encode(&archive));
+            assert_eq!(stream.bytes, size as u64);
+            assert_eq!(stream.chunks as usize, messages.len());
+            let mut joined = Vec::new();
+            for (i, message) in messages.iter().enumerate() {
+                let MasterToAgent::TaskArchiveChunk(chunk) = message else { panic!("not a chunk") };
+                assert_eq!((chunk.seq as usize, chunk.last), (i, i + 1 == messages.len()));
+                let piece = engine.decode(&chunk.data_b64).unwrap();
+                assert!(piece.len() <= ARCHIVE_CHUNK_BYTES);
+                assert!(serde_json::to_string(message).unwrap().len() < 2 * 1024 * 1024);
+                joined.extend(piece);
+            }
+            assert_eq!(joined, archive);
+        }
     }
 
     #[test]

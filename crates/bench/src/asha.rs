@@ -88,6 +88,8 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, master_pid: u3
                         let _ = done.send(Finished { start: *start, hparams, outcome });
                     });
                 }
+                // The fake agent runs no process, so it needs no work dir.
+                MasterToAgent::TaskArchiveChunk(_) => {}
                 other => bail!("the benchmark's trials are never killed, but the master sent {other:?}"),
             },
             Some(finished) = done_rx.recv() => {

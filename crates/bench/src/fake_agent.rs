@@ -23,12 +23,19 @@ pub struct FakeAgent {
 
 impl FakeAgent {
     /// Connects to `base` (an `http://` URL), waits for the master's options and registers `slots`
-    /// CPU slots.
+    /// CPU slots. It presents the join secret in `DET_SECURITY_AGENT_SECRET`, if set (a master on
+    /// loopback without one needs none).
     pub async fn connect(base: &str, id: &str, slots: u32) -> Result<FakeAgent> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
         let url = format!("{}/agents?id={id}&version={VERSION}&resource_pool=default&hostname=localhost", base.replace("http://", "ws://"));
+        let mut request = url.as_str().into_client_request().with_context(|| format!("agent websocket URL {url}"))?;
+        if let Ok(secret) = std::env::var("DET_SECURITY_AGENT_SECRET") {
+            let value = format!("Bearer {}", secret.trim()).parse().context("DET_SECURITY_AGENT_SECRET cannot be sent in a header")?;
+            request.headers_mut().insert(resolute_api::agent_protocol::AGENT_SECRET_HEADER, value);
+        }
         // TCP_NODELAY: with Nagle's algorithm a `Terminated` right after `Running` waits for the
         // master's delayed ACK of the first frame (~40 ms), which would be measured as master time.
-        let (socket, _) = tokio_tungstenite::connect_async_with_config(&url, None, true)
+        let (socket, _) = tokio_tungstenite::connect_async_with_config(request, None, true)
             .await
             .with_context(|| format!("connecting the fake agent to {url}"))?;
         let mut agent = FakeAgent { socket };

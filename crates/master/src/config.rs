@@ -81,6 +81,8 @@ pub static SETTINGS: &[Setting] = &[
     setting("db.name", SettingKind::Text, "PostgreSQL database name (default determined)"),
     setting("db.ssl_mode", SettingKind::Text, "PostgreSQL sslmode: disable, prefer, require, verify-ca, verify-full"),
     setting("security.initial_user_password", SettingKind::Text, "password for the admin and determined users created on first start"),
+    setting("security.agent_secret", SettingKind::Text, "the cluster join secret agents must present (unset: only loopback agents)"),
+    setting("security.agent_secret_file", SettingKind::Text, "a file whose trimmed contents are the agent join secret"),
     setting("security.token.default_lifespan_days", SettingKind::Count, "login session lifetime in days (default 7)"),
     setting("security.default_task_user.uid", SettingKind::Count, "uid that tasks of users without an agent user run as (default 65534)"),
     setting("security.default_task_user.gid", SettingKind::Count, "gid that tasks of users without an agent user run as (default 65534)"),
@@ -124,6 +126,9 @@ pub struct MasterConfig {
     /// Keys we read but ignore, to warn about them once the logger is up.
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// `security.agent_secret(_file)`, resolved by [`MasterConfig::from_tree`].
+    #[serde(skip)]
+    pub agent_secret: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -146,6 +151,11 @@ pub struct SecurityConfig {
     /// (`det user link-with-agent-user`) run as. Unprivileged by default, never root unless
     /// configured so.
     pub default_task_user: DefaultTaskUser,
+    /// The cluster join secret agents present on `/agents` (ours); never serialized or logged.
+    #[serde(skip_serializing)]
+    pub agent_secret: Option<String>,
+    /// A file holding the join secret (trimmed), instead of `agent_secret`.
+    pub agent_secret_file: Option<PathBuf>,
 }
 
 /// `security.default_task_user`.
@@ -168,6 +178,32 @@ impl DefaultTaskUser {
 impl Default for DefaultTaskUser {
     fn default() -> Self {
         DefaultTaskUser { uid: 65534, gid: 65534, user: "nobody".to_owned(), group: "nogroup".to_owned() }
+    }
+}
+
+impl SecurityConfig {
+    /// The join secret from `agent_secret` or `agent_secret_file`; `None` when neither is set.
+    pub fn resolve_agent_secret(&self) -> Result<Option<String>, ConfigError> {
+        let invalid = |field: &str, message: String| ConfigError::Invalid { field: field.to_owned(), message };
+        match (&self.agent_secret, &self.agent_secret_file) {
+            (Some(_), Some(_)) => {
+                Err(invalid("security.agent_secret", "set either security.agent_secret or security.agent_secret_file, not both".to_owned()))
+            }
+            (Some(secret), None) if secret.trim().is_empty() => {
+                Err(invalid("security.agent_secret", "must not be empty (remove it to accept only loopback agents)".to_owned()))
+            }
+            (Some(secret), None) => Ok(Some(secret.trim().to_owned())),
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| invalid("security.agent_secret_file", format!("cannot read {}: {e}", path.display())))?;
+                let secret = text.trim();
+                if secret.is_empty() {
+                    return Err(invalid("security.agent_secret_file", format!("{} is empty", path.display())));
+                }
+                Ok(Some(secret.to_owned()))
+            }
+            (None, None) => Ok(None),
+        }
     }
 }
 
@@ -199,6 +235,7 @@ impl Default for MasterConfig {
             pool_task_container_defaults: BTreeMap::new(),
             container_defaults: TaskContainerDefaults::default(),
             warnings: Vec::new(),
+            agent_secret: None,
         }
     }
 }
@@ -312,6 +349,7 @@ impl MasterConfig {
         warnings.extend(defaults_warnings);
         config.warnings = warnings;
         config.validate()?;
+        config.agent_secret = config.security.resolve_agent_secret()?;
         Ok(config)
     }
 

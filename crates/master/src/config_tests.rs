@@ -102,3 +102,33 @@ fn default_task_user_is_unprivileged_unless_configured() {
     let err = MasterConfig::from_tree(serde_json::json!({"security": {"default_task_user": {"group": ""}}})).unwrap_err();
     assert!(err.to_string().contains("security.default_task_user.group"), "{err}");
 }
+
+#[test]
+fn agent_secret_comes_from_the_file_env_flag_or_a_secret_file() {
+    assert_eq!(MasterConfig::load_with_env(None, &[], &[]).unwrap().agent_secret, None);
+    let c = MasterConfig::from_tree(serde_json::json!({"security": {"agent_secret": "s3cret"}})).unwrap();
+    assert_eq!(c.agent_secret.as_deref(), Some("s3cret"));
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    let c = MasterConfig::load_with_env(None, &env(&[("DET_SECURITY_AGENT_SECRET", "from-env")]), &[]).unwrap();
+    assert_eq!(c.agent_secret.as_deref(), Some("from-env"));
+    let c = MasterConfig::load_with_env(None, &[], &[("security.agent_secret", "from-flag".to_owned())]).unwrap();
+    assert_eq!(c.agent_secret.as_deref(), Some("from-flag"));
+    assert_eq!(SETTINGS.iter().find(|s| s.path == "security.agent_secret").unwrap().flag(), "security-agent-secret");
+
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "  from-file  ").unwrap();
+    let path = file.path().display().to_string();
+    let c = MasterConfig::load_with_env(None, &env(&[("DET_SECURITY_AGENT_SECRET_FILE", &path)]), &[]).unwrap();
+    assert_eq!(c.agent_secret.as_deref(), Some("from-file"));
+    // The secret never appears in a serialized configuration.
+    assert!(!serde_json::to_string(&c).unwrap().contains("from-file"));
+    let c = MasterConfig::from_tree(serde_json::json!({"security": {"agent_secret": "hidden"}})).unwrap();
+    assert!(!serde_json::to_string(&c).unwrap().contains("hidden"));
+
+    let err = MasterConfig::from_tree(serde_json::json!({"security": {"agent_secret": "a", "agent_secret_file": path}})).unwrap_err();
+    assert!(err.to_string().contains("not both"), "{err}");
+    let err = MasterConfig::from_tree(serde_json::json!({"security": {"agent_secret": "  "}})).unwrap_err();
+    assert!(err.to_string().contains("security.agent_secret") && err.to_string().contains("empty"), "{err}");
+    let err = MasterConfig::from_tree(serde_json::json!({"security": {"agent_secret_file": "/no/such/secret"}})).unwrap_err();
+    assert!(err.to_string().contains("security.agent_secret_file") && err.to_string().contains("/no/such/secret"), "{err}");
+}

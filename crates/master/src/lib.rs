@@ -76,6 +76,12 @@ impl Master {
         }
         let addr = SocketAddr::from(([0, 0, 0, 0], config.port));
         let listener = TcpListener::bind(addr).await.map_err(|source| MasterError::Bind { port: config.port, source })?;
+        if config.agent_secret.is_none() {
+            tracing::warn!(
+                "no agent join secret is configured (security.agent_secret): agents are accepted only from this machine \
+                 (loopback) and remote agents will be refused until one is set"
+            );
+        }
         Ok(Master { listener, state, store, cluster_events })
     }
 
@@ -133,10 +139,9 @@ impl Master {
                 tracing::debug!(error = %e, "could not set TCP_NODELAY");
             }
         });
-        let result = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(MasterError::Serve);
+        // The peer address decides whether an agent without the join secret may connect.
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
+        let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(MasterError::Serve);
         purger.abort();
         idle_watcher.abort();
         cluster_loop.abort();

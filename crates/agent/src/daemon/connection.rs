@@ -6,9 +6,12 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use resolute_api::agent_protocol::{AgentConnectQuery, AgentOptions, AgentToMaster, MasterToAgent};
+use resolute_api::agent_protocol::{AGENT_SECRET_HEADER, AgentConnectQuery, AgentOptions, AgentToMaster, MAX_MESSAGE_BYTES, MasterToAgent};
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 pub(crate) type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -27,9 +30,24 @@ pub(crate) enum ConnectError {
     ClosedEarly,
     #[error("the master's first message was not MasterSetAgentOptions: {0}")]
     Protocol(String),
-    /// The master answered with `AgentShutdown`: retrying would not help.
+    /// The master answered with `AgentShutdown` (e.g. a duplicate agent id).
+    #[error("the master shut this agent down: {0}")]
+    ShutDown(String),
+    /// The master refused the upgrade with a 4xx (no or a
+    /// wrong join secret, …): retrying would not help.
     #[error("the master refused this agent: {0}")]
     Refused(String),
+}
+
+/// A refused upgrade's reason: the `error` of the master's error envelope, else the status.
+fn refusal(response: &tokio_tungstenite::tungstenite::http::Response<Option<Vec<u8>>>) -> String {
+    let status = response.status();
+    let body = response.body().as_deref().unwrap_or_default();
+    let reason = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.pointer("/error/error").and_then(|e| e.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(500)]).trim().to_string());
+    if reason.is_empty() { format!("HTTP {status}") } else { format!("HTTP {status}: {reason}") }
 }
 
 /// `ws://host:port/agents?<query>`.
@@ -59,12 +77,23 @@ fn url_encode(value: &str) -> String {
     out
 }
 
-/// Opens the websocket and waits for the master's options.
-pub(crate) async fn connect(url: &str, timeout: Duration) -> Result<(Ws, AgentOptions), ConnectError> {
+/// Opens the websocket, presenting the join secret if there is one, and waits for the master's options.
+pub(crate) async fn connect(url: &str, secret: Option<&str>, timeout: Duration) -> Result<(Ws, AgentOptions), ConnectError> {
     let handshake = async {
+        let mut request = url.into_client_request()?;
+        if let Some(secret) = secret {
+            let value = HeaderValue::from_str(&format!("Bearer {secret}"))
+                .map_err(|_| ConnectError::Refused("the agent join secret contains characters an HTTP header cannot carry".into()))?;
+            request.headers_mut().insert(AGENT_SECRET_HEADER, value);
+        }
+        let config = WebSocketConfig::default().max_message_size(Some(MAX_MESSAGE_BYTES)).max_frame_size(Some(MAX_MESSAGE_BYTES));
         // No Nagle: a task's last log batch and its exit go out back to back, and the exit must not
         // wait for the master's delayed ACK (~40 ms per trial).
-        let (mut ws, _response) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
+        let (mut ws, _response) = match tokio_tungstenite::connect_async_with_config(request, Some(config), true).await {
+            Ok(connected) => connected,
+            Err(WsError::Http(response)) if response.status().is_client_error() => return Err(ConnectError::Refused(refusal(&response))),
+            Err(e) => return Err(e.into()),
+        };
         loop {
             match ws.next().await {
                 None => return Err(ConnectError::ClosedEarly),
@@ -74,7 +103,7 @@ pub(crate) async fn connect(url: &str, timeout: Duration) -> Result<(Ws, AgentOp
                     Incoming::Other => continue,
                     Incoming::Bad(e) => return Err(ConnectError::Protocol(e)),
                     Incoming::Message(MasterToAgent::MasterSetAgentOptions(options)) => return Ok((ws, options)),
-                    Incoming::Message(MasterToAgent::AgentShutdown { err_msg }) => return Err(ConnectError::Refused(err_msg)),
+                    Incoming::Message(MasterToAgent::AgentShutdown { err_msg }) => return Err(ConnectError::ShutDown(err_msg)),
                     Incoming::Message(other) => return Err(ConnectError::Protocol(format!("{other:?}"))),
                 },
             }
@@ -160,6 +189,15 @@ impl Outbox {
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
+
+    /// Whether the exit (`Terminated`) of `container_id` waits here to be sent: the task is gone
+    /// from this machine, but the master has yet to hear how it ended.
+    pub fn holds_exit_of(&self, container_id: &str) -> bool {
+        self.queue.iter().any(|m| {
+            matches!(m, AgentToMaster::TaskStateChanged(change)
+                if change.container_id == container_id && change.state == resolute_api::agent_protocol::TaskState::Terminated)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -217,5 +255,6 @@ mod tests {
         assert_eq!(outbox.log_lines, MAX_BUFFERED_LOG_LINES);
         assert_eq!(outbox.dropped_lines, 5000);
         assert_eq!(outbox.queue.front(), Some(&state));
+        assert!(outbox.holds_exit_of("c") && !outbox.holds_exit_of("d"));
     }
 }

@@ -4,7 +4,11 @@
 //!
 //! One loop owns all state. Runtime events (log lines, exits) and start results are handled even
 //! while disconnected; what they produce waits in a bounded outbox until a connection takes it.
+//! Tasks keep running while the master is unreachable: the agent reconnects with [`backoff`]
+//! (forever, unless configured otherwise) and then reports what happened meanwhile.
 
+mod archive_stream;
+pub mod backoff;
 mod connection;
 pub mod log_batch;
 mod readiness;
@@ -17,11 +21,13 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use resolute_api::agent_protocol::{
-    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MasterToAgent, StartTask,
+    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MasterToAgent, StartTask, TaskArchiveChunk,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use self::archive_stream::{PendingArchive, Progress};
+use self::backoff::Backoff;
 use self::connection::{ConnectError, Incoming, Outbox, Ws};
 use self::log_batch::LogBatch;
 use self::tasks::{StartOutcome, Stop, TaskEntry};
@@ -47,12 +53,21 @@ pub enum DaemonError {
     Devices(#[from] DeviceError),
     #[error("cannot create the work root {path}: {source}")]
     WorkRoot { path: std::path::PathBuf, source: std::io::Error },
-    #[error("cannot reach the master at {url} after {attempts} attempts (last error: {last_error}); check master_host and master_port")]
+    #[error(
+        "cannot reach the master at {url} after {attempts} attempts (last error: {last_error}); check master_host and \
+         master_port (agent_reconnect_attempts bounds the attempts)"
+    )]
     Unreachable { url: String, attempts: u32, last_error: String },
-    #[error("lost the connection to the master at {url} and could not reconnect in {attempts} attempts (last error: {last_error})")]
+    #[error(
+        "lost the connection to the master at {url} and could not reconnect in {attempts} attempts (last error: {last_error}); \
+         leave agent_reconnect_attempts unset to keep trying"
+    )]
     ConnectionLost { url: String, attempts: u32, last_error: String },
     #[error("the master shut this agent down: {0}")]
     ShutDownByMaster(String),
+    /// The master refused the connection (no or a wrong join secret, …); retrying would not help.
+    #[error("the master refused this agent: {0}")]
+    Refused(String),
 }
 
 /// Runs the agent until `shutdown` completes (then its tasks are terminated gracefully and it
@@ -68,6 +83,7 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
         devices.iter().map(|d| d.brand.as_str()).collect::<Vec<_>>().join(", "),
         options.work_root.display()
     );
+    let secret = config.security.resolve()?;
     let (runtime, events) = Runtime::new(options);
     let (started_tx, started_rx) = mpsc::unbounded_channel();
     let mut daemon = Daemon {
@@ -79,12 +95,14 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
             reconnect: false,
         },
         config,
+        secret,
         devices,
         runtime,
         events,
         started_tx,
         started_rx,
         tasks: HashMap::new(),
+        pending_archives: HashMap::new(),
         batch: LogBatch::default(),
         outbox: Outbox::default(),
         cleanups: JoinSet::new(),
@@ -101,6 +119,8 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
 
 struct Daemon {
     config: AgentConfig,
+    /// The join secret presented to the master; never logged.
+    secret: Option<String>,
     query: AgentConnectQuery,
     devices: Vec<Device>,
     runtime: Runtime,
@@ -108,6 +128,8 @@ struct Daemon {
     started_tx: mpsc::UnboundedSender<StartOutcome>,
     started_rx: mpsc::UnboundedReceiver<StartOutcome>,
     tasks: HashMap<String, TaskEntry>,
+    /// Starts whose work-dir archive is still arriving, by container id.
+    pending_archives: HashMap<String, PendingArchive>,
     batch: LogBatch,
     outbox: Outbox,
     /// Work dir removals of ended tasks.
@@ -148,16 +170,26 @@ impl Daemon {
                     let _ = ws.close(None).await;
                     return Ok(());
                 }
-                SessionEnd::Lost(reason) => tracing::warn!("lost the connection to the master: {reason}; reconnecting"),
+                SessionEnd::Lost(reason) => {
+                    tracing::warn!("lost the connection to the master: {reason}; reconnecting (tasks keep running)");
+                    self.fail_pending_archives("the connection to the master was lost");
+                }
             }
         }
     }
 
     fn agent_started(&self, options: &AgentOptions, addresses: Vec<String>) -> AgentToMaster {
-        let reattached: Vec<String> = options.tasks_to_reattach.iter().filter(|id| self.tasks.contains_key(*id)).cloned().collect();
-        let unexpected: Vec<&String> = self.tasks.keys().filter(|id| !options.tasks_to_reattach.contains(*id)).collect();
-        if !unexpected.is_empty() {
-            tracing::warn!("the master does not know these running tasks any more; they keep running: {unexpected:?}");
+        // Every task still running here is reported, known to this master or not: a restarted
+        // master no longer owns the old ones and tells the agent to kill them (its recovery rule).
+        // A task that ended while the master was unreachable counts as still here until its exit,
+        // which waits in the outbox, has been reported: otherwise the master would call it lost.
+        let mut reattached: Vec<String> = self.tasks.keys().cloned().collect();
+        reattached
+            .extend(options.tasks_to_reattach.iter().filter(|id| !self.tasks.contains_key(*id) && self.outbox.holds_exit_of(id)).cloned());
+        reattached.sort_unstable();
+        let unknown: Vec<&String> = self.tasks.keys().filter(|id| !options.tasks_to_reattach.contains(*id)).collect();
+        if !unknown.is_empty() {
+            tracing::warn!("the master does not know these running tasks any more; it decides their fate: {unknown:?}");
         }
         AgentToMaster::AgentStarted(AgentStarted {
             version: AGENT_VERSION.to_string(),
@@ -170,7 +202,8 @@ impl Daemon {
         })
     }
 
-    /// Connects (retrying), handling local events meanwhile. `None` when shutdown was requested.
+    /// Connects (retrying with [`Backoff`]), handling local events meanwhile. `None` when shutdown
+    /// was requested.
     async fn connect_with_retries<F: Future<Output = ()>>(
         &mut self,
         reconnect: bool,
@@ -178,43 +211,57 @@ impl Daemon {
     ) -> Result<Option<(Ws, AgentOptions)>, DaemonError> {
         self.query.reconnect = reconnect;
         let url = connection::agents_url(&self.config.master_host, self.config.master_port, &self.query);
-        // At start: one try plus the retries; after a lost connection: the retries.
-        let attempts = self.config.agent_reconnect_attempts + u32::from(!reconnect);
-        let mut last_error = "agent_reconnect_attempts is 0".to_string();
-        for attempt in 0..attempts {
-            if attempt > 0 || reconnect {
-                let wait = tokio::time::sleep(self.config.agent_reconnect_backoff);
-                tokio::pin!(wait);
+        let mut backoff = Backoff::new(&self.config);
+        let bound = backoff.max_attempts().map_or_else(String::new, |max| format!(" of {max}"));
+        // After a lost connection the master may be restarting: give it a moment first.
+        let mut wait = reconnect.then(|| backoff.wait(rand::random()));
+        let secret = self.secret.clone();
+        loop {
+            if let Some(wait) = wait.take() {
+                let sleep = tokio::time::sleep(wait);
+                tokio::pin!(sleep);
                 loop {
                     tokio::select! {
-                        _ = &mut wait => break,
+                        _ = &mut sleep => break,
                         _ = shutdown.as_mut() => return Ok(None),
                         local = self.next_local() => self.handle_local(local),
                     }
                 }
             }
-            let connecting = connection::connect(&url, HANDSHAKE_TIMEOUT);
+            let connecting = connection::connect(&url, secret.as_deref(), HANDSHAKE_TIMEOUT);
             tokio::pin!(connecting);
             let error = loop {
                 tokio::select! {
                     result = &mut connecting => match result {
                         Ok(connected) => return Ok(Some(connected)),
-                        Err(ConnectError::Refused(message)) => return Err(self.refused(message)),
+                        Err(ConnectError::ShutDown(message)) => return Err(self.refused(message)),
+                        Err(ConnectError::Refused(message)) => {
+                            tracing::error!("the master refused this agent: {message}");
+                            return Err(DaemonError::Refused(message));
+                        }
                         Err(e) => break e,
                     },
                     _ = shutdown.as_mut() => return Ok(None),
                     local = self.next_local() => self.handle_local(local),
                 }
             };
-            tracing::warn!("cannot connect to the master at {url} (attempt {} of {attempts}): {error}", attempt + 1);
-            last_error = error.to_string();
+            let attempt = backoff.attempts() + 1;
+            match backoff.failed(rand::random()) {
+                Some(next) => {
+                    tracing::warn!("cannot connect to the master at {url} (attempt {attempt}{bound}): {error}; retrying in {next:.1?}");
+                    wait = Some(next);
+                }
+                None => {
+                    let (url, attempts, last_error) =
+                        (format!("ws://{}:{}/agents", self.config.master_host, self.config.master_port), attempt, error.to_string());
+                    return Err(if reconnect {
+                        DaemonError::ConnectionLost { url, attempts, last_error }
+                    } else {
+                        DaemonError::Unreachable { url, attempts, last_error }
+                    });
+                }
+            }
         }
-        let url = format!("ws://{}:{}/agents", self.config.master_host, self.config.master_port);
-        Err(if reconnect {
-            DaemonError::ConnectionLost { url, attempts, last_error }
-        } else {
-            DaemonError::Unreachable { url, attempts, last_error }
-        })
     }
 
     fn refused(&self, message: String) -> DaemonError {
@@ -250,6 +297,7 @@ impl Daemon {
     fn handle_master(&mut self, message: MasterToAgent) -> Result<(), DaemonError> {
         match message {
             MasterToAgent::StartTask(start) => self.start_task(*start),
+            MasterToAgent::TaskArchiveChunk(chunk) => self.archive_chunk(chunk),
             MasterToAgent::TerminateTask { container_id } => self.stop_task(&container_id, Stop::Terminate),
             MasterToAgent::KillTask { container_id } => self.stop_task(&container_id, Stop::Kill),
             MasterToAgent::AgentShutdown { err_msg } => return Err(self.refused(err_msg)),
@@ -260,14 +308,62 @@ impl Daemon {
 
     fn start_task(&mut self, start: StartTask) {
         let container_id = start.container_id.clone();
-        if self.tasks.contains_key(&container_id) {
+        if self.tasks.contains_key(&container_id) || self.pending_archives.contains_key(&container_id) {
             tracing::warn!("ignoring StartTask for container {container_id}, which already runs here");
             return;
         }
+        match start.work_dir_archive_stream.clone() {
+            // Started once the last piece arrives.
+            Some(stream) => {
+                tracing::info!("container {container_id}: receiving its work dir archive ({} bytes)", stream.bytes);
+                self.pending_archives.insert(container_id, PendingArchive::new(start, stream));
+            }
+            None => self.launch_task(start, None),
+        }
+    }
+
+    fn archive_chunk(&mut self, chunk: TaskArchiveChunk) {
+        let container_id = chunk.container_id.clone();
+        let Some(pending) = self.pending_archives.get_mut(&container_id) else {
+            tracing::warn!("ignoring a work dir archive piece for container {container_id}, which is not starting here");
+            return;
+        };
+        match pending.accept(chunk) {
+            Ok(Progress::Incomplete) => {}
+            Ok(Progress::Complete) => {
+                if let Some(pending) = self.pending_archives.remove(&container_id) {
+                    let (start, archive) = pending.into_parts();
+                    self.launch_task(start, Some(archive));
+                }
+            }
+            Err(reason) => {
+                tracing::warn!("container {container_id} cannot start: {reason}");
+                if let Some(pending) = self.pending_archives.remove(&container_id) {
+                    self.outbox.push(tasks::terminated(&container_id, &pending.start.allocation_id, tasks::start_failure(&reason)));
+                }
+            }
+        }
+    }
+
+    /// Fails every start still waiting for its archive (the master hears it as the task's exit).
+    fn fail_pending_archives(&mut self, why: &str) {
+        for (container_id, pending) in std::mem::take(&mut self.pending_archives) {
+            let reason = pending.interrupted(why);
+            tracing::warn!("container {container_id} cannot start: {reason}");
+            self.outbox.push(tasks::terminated(&container_id, &pending.start.allocation_id, tasks::start_failure(&reason)));
+        }
+    }
+
+    /// Starts a task whose archive (if any) is complete: inline in `start`, or `streamed`.
+    fn launch_task(&mut self, start: StartTask, streamed: Option<Vec<u8>>) {
+        let container_id = start.container_id.clone();
         let agent_uid = nix::unistd::geteuid().as_raw();
         let launch = match tasks::prepare(&start, &self.devices, &self.runtime.options().work_root, agent_uid) {
             Ok(mut launch) => {
                 tasks::add_master_address(&mut launch.spec.env, &self.config.master_host, self.config.master_port);
+                if streamed.is_some() {
+                    launch.spec.work_dir_archive = streamed;
+                }
                 launch
             }
             Err(reason) => {
@@ -311,6 +407,11 @@ impl Daemon {
     }
 
     fn stop_task(&mut self, container_id: &str, stop: Stop) {
+        if let Some(pending) = self.pending_archives.remove(container_id) {
+            let reason = pending.interrupted(&format!("the master asked to {} it", if stop == Stop::Kill { "kill" } else { "terminate" }));
+            self.outbox.push(tasks::terminated(container_id, &pending.start.allocation_id, tasks::start_failure(&reason)));
+            return;
+        }
         let Some(entry) = self.tasks.get_mut(container_id) else {
             tracing::warn!("ignoring {stop:?} for container {container_id}, which does not run here");
             return;
@@ -434,6 +535,7 @@ impl Daemon {
     /// a connection is given.
     async fn stop_tasks(&mut self, ws: Option<&mut Ws>) {
         self.stopping = true;
+        self.fail_pending_archives("the agent stopped");
         let running: Vec<String> = self.tasks.iter().filter(|(_, e)| e.running).map(|(id, _)| id.clone()).collect();
         if !running.is_empty() {
             tracing::info!("terminating {} task(s)", running.len());

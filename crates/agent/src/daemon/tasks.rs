@@ -228,6 +228,7 @@ mod tests {
             entrypoint: TaskEntrypoint::Shell("true".into()),
             env: [("PYTHONPATH".to_string(), "/user".to_string())].into(),
             work_dir_archive_b64: None,
+            work_dir_archive_stream: None,
             python: Some(String::new()),
             port_env: vec!["PORT".into()],
             ready_pattern: None,

@@ -34,6 +34,8 @@ pub struct FakeMaster {
 /// One agent connection as the test sees it.
 pub struct Connection {
     pub query: AgentConnectQuery,
+    /// The upgrade request's `Authorization` header.
+    pub authorization: Option<String>,
     /// `None` drops the connection.
     to_agent: mpsc::UnboundedSender<Option<MasterToAgent>>,
     from_agent: mpsc::UnboundedReceiver<AgentToMaster>,
@@ -56,16 +58,23 @@ impl FakeMaster {
 
 async fn upgrade(
     ws: WebSocketUpgrade,
+    headers: axum::http::HeaderMap,
     Query(query): Query<AgentConnectQuery>,
     State(connections): State<mpsc::UnboundedSender<Connection>>,
 ) -> Response {
-    ws.on_upgrade(move |socket| serve(socket, query, connections))
+    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    ws.on_upgrade(move |socket| serve(socket, query, authorization, connections))
 }
 
-async fn serve(mut socket: WebSocket, query: AgentConnectQuery, connections: mpsc::UnboundedSender<Connection>) {
+async fn serve(
+    mut socket: WebSocket,
+    query: AgentConnectQuery,
+    authorization: Option<String>,
+    connections: mpsc::UnboundedSender<Connection>,
+) {
     let (to_agent, mut outgoing) = mpsc::unbounded_channel();
     let (incoming, from_agent) = mpsc::unbounded_channel();
-    let _ = connections.send(Connection { query, to_agent, from_agent });
+    let _ = connections.send(Connection { query, authorization, to_agent, from_agent });
     loop {
         tokio::select! {
             message = outgoing.recv() => match message {
@@ -135,8 +144,8 @@ pub fn config(port: u16, work_root: &Path) -> AgentConfig {
         work_root: Some(work_root.to_path_buf()),
         python: PathBuf::from("/bin/sh"),
         termination_grace_seconds: 5,
-        agent_reconnect_attempts: 3,
-        agent_reconnect_backoff: Duration::from_millis(500),
+        agent_reconnect_attempts: Some(3),
+        agent_reconnect_backoff: Some(Duration::from_millis(500)),
         ..AgentConfig::default()
     }
 }
@@ -172,6 +181,7 @@ pub fn start_task(container_id: &str, entrypoint: TaskEntrypoint) -> StartTask {
         entrypoint,
         env: BTreeMap::from([("DET_MASTER".to_string(), "http://127.0.0.1:8080".to_string())]),
         work_dir_archive_b64: None,
+        work_dir_archive_stream: None,
         python: None,
         port_env: Vec::new(),
         ready_pattern: None,

@@ -42,12 +42,18 @@ pub struct RunArgs {
     /// where task work dirs go
     #[arg(long, env = "DET_WORK_ROOT")]
     pub work_root: Option<PathBuf>,
-    /// how many times to retry connecting to the master
+    /// give up after this many failed connection attempts (default and 0: never give up)
     #[arg(long, env = "DET_AGENT_RECONNECT_ATTEMPTS")]
     pub agent_reconnect_attempts: Option<u32>,
-    /// seconds between connection attempts
+    /// fixed seconds between connection attempts (default: 1 s doubling to 30 s, with jitter)
     #[arg(long, env = "DET_AGENT_RECONNECT_BACKOFF")]
     pub agent_reconnect_backoff: Option<f64>,
+    /// the cluster's agent join secret (the master's security.agent_secret)
+    #[arg(long, env = "DET_SECURITY_AGENT_SECRET", hide_env_values = true)]
+    pub security_agent_secret: Option<String>,
+    /// a file whose trimmed contents are the agent join secret
+    #[arg(long, value_name = "FILE", env = "DET_SECURITY_AGENT_SECRET_FILE")]
+    pub security_agent_secret_file: Option<PathBuf>,
     /// keep task work dirs after tasks end (for debugging)
     #[arg(long, env = "DET_KEEP_WORK_DIRS")]
     pub keep_work_dirs: bool,
@@ -89,11 +95,22 @@ pub fn load_config(args: &RunArgs) -> Result<AgentConfig, CliError> {
         config.work_root = Some(root.clone());
     }
     if let Some(attempts) = args.agent_reconnect_attempts {
-        config.agent_reconnect_attempts = attempts;
+        config.agent_reconnect_attempts = Some(attempts);
     }
     if let Some(backoff) = args.agent_reconnect_backoff {
-        config.agent_reconnect_backoff = std::time::Duration::try_from_secs_f64(backoff)
-            .map_err(|_| invalid("--agent-reconnect-backoff must be a non-negative number of seconds".to_string()))?;
+        config.agent_reconnect_backoff = Some(
+            std::time::Duration::try_from_secs_f64(backoff)
+                .map_err(|_| invalid("--agent-reconnect-backoff must be a non-negative number of seconds".to_string()))?,
+        );
+    }
+    // A flag (or its variable) replaces whichever form of the secret the file gave.
+    if let Some(secret) = &args.security_agent_secret {
+        config.security.agent_secret = Some(secret.clone());
+        config.security.agent_secret_file = None;
+    }
+    if let Some(file) = &args.security_agent_secret_file {
+        config.security.agent_secret_file = Some(file.clone());
+        config.security.agent_secret = None;
     }
     config.keep_work_dirs |= args.keep_work_dirs;
     config.validate().map_err(|e| invalid(e.to_string()))?;
@@ -175,7 +192,27 @@ mod tests {
         let config =
             load_config(&parse(&["--config-file", file.to_str().unwrap(), "--master-port", "9100", "--slot-type", "cpu"])).unwrap();
         assert_eq!((config.master_host.as_str(), config.master_port, config.slot_type), ("m.example", 9100, SlotType::Cpu));
-        assert_eq!(config.agent_reconnect_backoff, std::time::Duration::from_millis(500));
+        assert_eq!(config.agent_reconnect_backoff, Some(std::time::Duration::from_millis(500)));
+        assert_eq!(config.agent_reconnect_attempts, None, "unbounded unless set");
+    }
+
+    #[test]
+    fn the_join_secret_comes_from_the_file_or_a_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("agent.yaml");
+        std::fs::write(&file, "security:\n  agent_secret: from-yaml\n").unwrap();
+        let config = load_config(&parse(&["--config-file", file.to_str().unwrap()])).unwrap();
+        assert_eq!(config.security.resolve().unwrap().as_deref(), Some("from-yaml"));
+        let config = load_config(&parse(&["--config-file", file.to_str().unwrap(), "--security-agent-secret", "from-flag"])).unwrap();
+        assert_eq!(config.security.resolve().unwrap().as_deref(), Some("from-flag"));
+        let secret_file = dir.path().join("secret");
+        std::fs::write(&secret_file, "from-secret-file\n").unwrap();
+        let config =
+            load_config(&parse(&["--config-file", file.to_str().unwrap(), "--security-agent-secret-file", secret_file.to_str().unwrap()]))
+                .unwrap();
+        assert_eq!(config.security.resolve().unwrap().as_deref(), Some("from-secret-file"));
+        let err = load_config(&parse(&["--security-agent-secret-file", "/no/such/secret"])).unwrap_err().to_string();
+        assert!(err.contains("cannot read agent_secret_file /no/such/secret"), "{err}");
     }
 
     #[test]

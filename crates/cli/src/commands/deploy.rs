@@ -201,6 +201,8 @@ fn master_args(paths: &Paths, args: &ClusterUpArgs) -> Result<Vec<String>, CliEr
     };
     set("port", args.master_port.to_string())?;
     set("data_dir", paths.data_dir.display().to_string())?;
+    // Its agents (and only they) join with the cluster's generated secret.
+    set("security.agent_secret_file", local_agents::ensure_agent_secret(paths)?.display().to_string())?;
     if let Some(password) = &args.initial_user_password {
         set("security.initial_user_password", password.clone())?;
     }

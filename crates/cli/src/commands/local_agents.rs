@@ -1,5 +1,6 @@
 //! The agents `det deploy local` runs next to its master: detached `det agent run` processes, each
-//! with `agent-<i>.pid` and `agent-<i>.log` in the data dir, stopped before the master.
+//! with `agent-<i>.pid` and `agent-<i>.log` in the data dir, stopped before the master; and the
+//! cluster's join secret (`agent_secret` in the data dir, mode 0600), which master and agents read.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -28,9 +29,31 @@ pub struct AgentOptions {
     pub artificial_slots: Option<u32>,
 }
 
+/// The local cluster's join secret file: created with a fresh random secret on first use (readable
+/// only by its owner), then kept, so agents started later join the same master.
+pub fn ensure_agent_secret(paths: &Paths) -> Result<PathBuf, CliError> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+
+    let path = paths.data_dir.join("agent_secret");
+    match fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+        Ok(mut file) => {
+            let secret = hex::encode(rand::random::<[u8; 32]>());
+            file.write_all(secret.as_bytes()).map_err(|e| io_msg(&path, e))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            // Whatever made it, it must not be readable by others.
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).map_err(|e| io_msg(&path, e))?;
+        }
+        Err(e) => return Err(io_msg(&path, e)),
+    }
+    Ok(path)
+}
+
 /// Starts the agents that are not running yet, pointed at the master on `master_port`.
 pub fn start(paths: &Paths, master_port: u16, options: &AgentOptions) -> Result<(), CliError> {
     let host_id = AgentConfig::default().agent_id();
+    let secret_file = ensure_agent_secret(paths)?;
     for index in 0..options.count {
         let name = format!("agent-{index}");
         let (pid_file, log_file) = (paths.data_dir.join(format!("{name}.pid")), paths.data_dir.join(format!("{name}.log")));
@@ -50,6 +73,8 @@ pub fn start(paths: &Paths, master_port: u16, options: &AgentOptions) -> Result<
             agent_id.clone(),
             "--work-root".to_owned(),
             paths.data_dir.join("agent").join(&agent_id).display().to_string(),
+            "--security-agent-secret-file".to_owned(),
+            secret_file.display().to_string(),
         ];
         if options.no_gpu {
             args.extend(["--slot-type".to_owned(), "cpu".to_owned()]);
@@ -168,6 +193,21 @@ fn io_msg(path: &Path, e: std::io::Error) -> CliError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_join_secret_is_random_private_and_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::under(dir.path().to_path_buf());
+        let path = ensure_agent_secret(&paths).unwrap();
+        let secret = fs::read_to_string(&path).unwrap();
+        assert_eq!(secret.len(), 64);
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(fs::read_to_string(ensure_agent_secret(&paths).unwrap()).unwrap(), secret, "kept across cluster-ups");
+        let other = tempfile::tempdir().unwrap();
+        let other = fs::read_to_string(ensure_agent_secret(&Paths::under(other.path().to_path_buf())).unwrap()).unwrap();
+        assert_ne!(other, secret);
+    }
 
     #[test]
     fn only_agent_pid_files_are_found_and_stale_ones_are_not_running() {

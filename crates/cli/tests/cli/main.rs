@@ -328,6 +328,35 @@ fn deploy_local_cluster_up_and_down() {
     let det = Det::new(&format!("localhost:{port}"));
     assert_eq!(det.whoami(), "You are logged in as user 'determined'\n");
 
+    // The cluster has a join secret only its owner can read, and its agent joined with it.
+    let secret = deploy.data_dir().join("agent_secret");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&secret).expect("agent_secret").permissions().mode() & 0o777, 0o600);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let agents = det.ok(&["agent", "list"], "");
+        if agents.lines().count() > 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the cluster's agent never registered: {agents}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // An agent without the secret is refused with the reason, at once and for good.
+    let rogue = Command::new(DET)
+        .args(["agent", "run", "--master-host", "127.0.0.1", "--master-port", port.as_str(), "--agent-id", "rogue"])
+        .args(["--artificial-slots", "1", "--work-root"])
+        .arg(deploy.xdg.path().join("rogue"))
+        .env_remove("DET_SECURITY_AGENT_SECRET")
+        .env_remove("DET_SECURITY_AGENT_SECRET_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run det agent run");
+    assert!(!rogue.status.success(), "{}", describe(&rogue));
+    let stderr = String::from_utf8_lossy(&rogue.stderr);
+    assert!(stderr.contains("the master refused this agent") && stderr.contains("requires the cluster's agent join secret"), "{stderr}");
+
     let again = deploy.run(&up);
     assert!(again.status.success(), "{}", describe(&again));
     assert!(String::from_utf8_lossy(&again.stdout).contains("already running"));

@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Path, State};
+use axum::http::HeaderMap;
+use axum::http::request::Parts;
 use axum::response::Response;
-use resolute_api::agent_protocol::{AgentConnectQuery, AgentToMaster, MasterToAgent};
+use resolute_api::agent_protocol::{AGENT_SECRET_HEADER, AgentConnectQuery, AgentToMaster, MasterToAgent};
 use resolute_api::error::ErrorBody;
 use resolute_api::pagination::Pagination;
 use serde::Deserialize;
@@ -17,6 +19,7 @@ use tokio::sync::mpsc;
 
 use super::agent_logs::AgentLogWriter;
 use super::extract::QueryParams;
+use crate::auth::agent_admission::admit_agent;
 use crate::cluster::{AgentInput, AgentView, ClusterEvent, RmInput, SlotView};
 use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
@@ -28,12 +31,32 @@ const PING_EVERY: Duration = Duration::from_secs(15);
 
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
-/// `GET /agents?id=…` upgraded to a websocket.
+/// The remote address of the connection, when the server recorded it (`ConnectInfo`).
+pub struct PeerAddr(pub Option<std::net::SocketAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for PeerAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(PeerAddr(parts.extensions.get::<ConnectInfo<std::net::SocketAddr>>().map(|info| info.0)))
+    }
+}
+
+/// `GET /agents?id=…` upgraded to a websocket, for an agent with the join secret (or, on a master
+/// without one, from loopback).
 pub async fn connect(
     State(state): State<AppState>,
+    PeerAddr(peer): PeerAddr,
+    headers: HeaderMap,
     QueryParams(query): QueryParams<AgentConnectQuery>,
     ws: WebSocketUpgrade,
 ) -> ApiResult<Response> {
+    let authorization = headers.get(AGENT_SECRET_HEADER).and_then(|v| v.to_str().ok());
+    if let Err(refusal) = admit_agent(state.config.agent_secret.as_deref(), authorization, peer) {
+        let peer = peer.map_or_else(|| "an unknown address".to_owned(), |p| p.to_string());
+        tracing::warn!(agent = %query.id, peer = %peer, "refused an agent: {refusal}");
+        return Err(ApiError::unauthenticated(refusal.to_string()));
+    }
     if query.id.is_empty() || query.id.contains('/') {
         return Err(ApiError::invalid("id: the agent id must be non-empty and contain no '/'"));
     }

@@ -27,8 +27,33 @@ impl FakeAgent {
 
     /// Connects saying these containers still run here (an agent that outlived its master).
     pub async fn connect_with(m: &TestMaster, id: &str, slots: u32, tasks_reattached: Vec<String>) -> FakeAgent {
-        let url = format!("{}/agents?id={id}&version=0.38.1&resource_pool=default&hostname=localhost", m.base.replace("http://", "ws://"));
-        let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connects");
+        Self::try_connect(&m.base, id, slots, tasks_reattached, None).await.expect("the master admits the agent")
+    }
+
+    /// Connects to the master at `base` presenting `authorization` on the upgrade; a refusal is
+    /// its HTTP status and the error envelope's message (status 0: the connection itself failed).
+    pub async fn try_connect(
+        base: &str,
+        id: &str,
+        slots: u32,
+        tasks_reattached: Vec<String>,
+        authorization: Option<&str>,
+    ) -> Result<FakeAgent, (u16, String)> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let url = format!("{}/agents?id={id}&version=0.38.1&resource_pool=default&hostname=localhost", base.replace("http://", "ws://"));
+        let mut request = url.into_client_request().unwrap();
+        if let Some(value) = authorization {
+            request.headers_mut().insert("authorization", value.parse().unwrap());
+        }
+        let socket = match tokio_tungstenite::connect_async(request).await {
+            Ok((socket, _)) => socket,
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                let body: Value = serde_json::from_slice(response.body().as_deref().unwrap_or_default()).unwrap_or(Value::Null);
+                return Err((response.status().as_u16(), body["error"]["error"].as_str().unwrap_or_default().to_owned()));
+            }
+            // Not an HTTP answer: no status.
+            Err(e) => return Err((0, e.to_string())),
+        };
         let mut agent = FakeAgent { socket };
         match agent.recv().await {
             MasterToAgent::MasterSetAgentOptions(o) => assert_eq!(o.version, "0.38.1"),
@@ -48,7 +73,7 @@ impl FakeAgent {
                 unix_user: None,
             }))
             .await;
-        agent
+        Ok(agent)
     }
 
     async fn send(&mut self, message: AgentToMaster) {
@@ -66,14 +91,34 @@ impl FakeAgent {
         }
     }
 
-    /// Waits for the next task start and reports it running.
+    /// Waits for the next task start, receives its streamed work-dir archive (put back into
+    /// `work_dir_archive_b64`) and reports it running.
     pub async fn next_start(&mut self) -> StartTask {
         loop {
-            if let MasterToAgent::StartTask(start) = self.recv().await {
+            if let MasterToAgent::StartTask(mut start) = self.recv().await {
+                if let Some(stream) = start.work_dir_archive_stream.clone() {
+                    start.work_dir_archive_b64 = Some(self.archive(&start.container_id, stream.chunks).await);
+                }
                 self.state(&start, TaskState::Running, None).await;
                 return *start;
             }
         }
+    }
+
+    /// The `chunks` pieces of a container's archive, in order, joined (base64).
+    async fn archive(&mut self, container_id: &str, chunks: u32) -> String {
+        let mut archive = String::new();
+        for seq in 0..chunks {
+            match self.recv().await {
+                MasterToAgent::TaskArchiveChunk(chunk) => {
+                    assert_eq!((chunk.container_id.as_str(), chunk.seq, chunk.last), (container_id, seq, seq + 1 == chunks));
+                    assert!(chunk.data_b64.len() <= 1024 * 1024, "a piece is at most 1 MiB of base64");
+                    archive.push_str(&chunk.data_b64);
+                }
+                other => panic!("expected archive piece {seq} of {container_id}, got {other:?}"),
+            }
+        }
+        archive
     }
 
     /// Reports a started task running.
@@ -239,6 +284,59 @@ pub async fn kill_stops_the_process(m: &TestMaster) {
     wait_for(m, &token, &format!("/api/v1/experiments/{id}"), "/experiment/state", "STATE_CANCELED").await;
     let trial = m.store.trial_by_id(start.env["DET_TRIAL_ID"].parse().unwrap()).await.unwrap();
     assert_eq!(trial.state, "STATE_CANCELED");
+}
+
+/// A master with a join secret: agents without it, or with a wrong one, are refused with the
+/// reason and never get work; the queued trial goes to the agent that has it.
+pub async fn agents_without_the_join_secret_are_refused(m: &TestMaster) {
+    let token = m.login("determined", "").await;
+    let id = create(m, &token, CONFIG).await;
+    let (status, reason) = FakeAgent::try_connect(&m.base, "rogue", 4, vec![], None).await.err().expect("refused without the secret");
+    assert_eq!(status, 401);
+    assert!(reason.contains("requires the cluster's agent join secret") && reason.contains("security.agent_secret"), "{reason}");
+    let (status, reason) =
+        FakeAgent::try_connect(&m.base, "rogue", 4, vec![], Some("Bearer guessed")).await.err().expect("refused with a wrong secret");
+    assert_eq!(status, 401);
+    assert!(reason.contains("agent join secret is wrong"), "{reason}");
+    let agents = m.get("/api/v1/agents", Some(&token)).await;
+    assert_eq!(agents.body["agents"], json!([]), "a refused agent is never registered");
+    let trials = m.get(&format!("/api/v1/experiments/{id}/trials"), Some(&token)).await;
+    assert!(trials.body["trials"].as_array().is_none_or(|t| t.iter().all(|t| t["state"] != "STATE_RUNNING")), "{}", trials.text);
+
+    let mut good = FakeAgent::try_connect(&m.base, "good", 1, vec![], Some("Bearer s3cret")).await.expect("admitted with the secret");
+    let start = good.next_start().await;
+    assert_eq!(start.task_type, "TRIAL");
+    good.exit(&start, 0).await;
+    wait_for(m, &token, &format!("/api/v1/experiments/{id}"), "/experiment/state", "STATE_COMPLETED").await;
+}
+
+/// A master without a join secret admits only agents on its own machine: an agent reaching it
+/// through a non-loopback address of this host is refused, telling the operator what to set.
+pub async fn remote_agents_need_a_join_secret(m: &TestMaster) {
+    let Some(ip) = non_loopback_address() else {
+        println!("skipped: this host has no non-loopback address to connect from");
+        return;
+    };
+    let port = m.base.rsplit(':').next().unwrap();
+    let (status, reason) = FakeAgent::try_connect(&format!("http://{ip}:{port}"), "remote", 1, vec![], None).await.err().expect("refused");
+    if status == 0 {
+        println!("skipped: the master does not listen on {ip} ({reason})");
+        return;
+    }
+    assert_eq!(status, 401);
+    assert!(reason.contains("accepts agents only from its own machine") && reason.contains("security.agent_secret"), "{reason}");
+    assert!(reason.contains(&ip.to_string()), "{reason}");
+    // The same agent on loopback is admitted.
+    FakeAgent::try_connect(&m.base, "local", 1, vec![], None).await.expect("loopback agents are admitted");
+}
+
+/// An address of this host other than loopback (the one a route out would use), if any.
+fn non_loopback_address() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    // Connecting a UDP socket sends nothing; it only picks the local address of the route.
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
 
 pub async fn duplicate_agent_id_is_refused(m: &TestMaster) {

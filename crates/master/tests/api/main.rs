@@ -79,6 +79,13 @@ harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
 harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
 harness::api_test!(cluster_loop::kill_stops_the_process);
 harness::api_test!(cluster_loop::duplicate_agent_id_is_refused);
+harness::api_test!(cluster_loop::remote_agents_need_a_join_secret);
+
+#[tokio::test]
+async fn agents_without_the_join_secret_are_refused() {
+    let config = resolute_master::MasterConfig { agent_secret: Some("s3cret".into()), ..Default::default() };
+    cluster_loop::agents_without_the_join_secret_are_refused(&harness::TestMaster::start(config).await).await;
+}
 harness::api_test!(runtime_trials::metrics_are_stored_rolled_back_and_searched);
 harness::api_test!(metrics_ingest::concurrent_reports_are_stored_exactly_once);
 harness::api_test!(metrics_ingest::remembered_token_stops_when_its_allocation_ends);

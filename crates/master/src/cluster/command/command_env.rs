@@ -69,6 +69,7 @@ pub fn command_start_task(l: &CommandLaunch<'_>) -> StartTask {
         entrypoint,
         env,
         work_dir_archive_b64: l.context_b64.clone(),
+        work_dir_archive_stream: None,
         python: l.config.python.clone(),
         port_env: l.service.port_env.iter().cloned().collect(),
         ready_pattern: l.service.ready_pattern.clone(),

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use resolute_api::agent_protocol::{
-    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MasterToAgent, StartTask, TaskExitInfo,
-    TaskState,
+    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MAX_MESSAGE_BYTES, MasterToAgent, StartTask,
+    TaskExitInfo, TaskState, archive_chunks,
 };
 use resolute_scheduler::{AgentSpec, AllocationRequest, DeviceType, LogicalTime, Scheduler, SchedulerConfig, SlotSpec};
 use tokio::sync::mpsc;
@@ -333,15 +333,25 @@ impl ResourceManager for AgentResourceManager {
     }
 
     fn start(&mut self, allocation_id: &str, tasks: Vec<(Placement, StartTask)>) -> Result<(), RmError> {
+        // Every message is checked before any is sent, so a start is all or nothing.
+        let mut prepared = Vec::with_capacity(tasks.len());
         for (placement, mut task) in tasks {
             // Services bind where the master's proxy reaches this agent.
             let host =
                 self.agents.get(&placement.node).and_then(|a| a.addresses.first().cloned()).unwrap_or_else(|| "127.0.0.1".to_owned());
             task.env.insert(SERVICE_HOST_ENV.to_owned(), host);
+            let chunks = stream_archive(&mut task);
+            check_message_size(&task)?;
+            prepared.push((placement, task, chunks));
+        }
+        for (placement, task, chunks) in prepared {
             let container_id = task.container_id.clone();
             let task_id = task.task_id.clone();
             if !self.send(&placement.node, MasterToAgent::StartTask(Box::new(task))) {
                 return Err(RmError::Unavailable(format!("agent {} is not connected", placement.node)));
+            }
+            for chunk in chunks {
+                self.send(&placement.node, chunk);
             }
             self.containers.insert(
                 container_id,
@@ -439,10 +449,81 @@ impl ResourceManager for AgentResourceManager {
     }
 }
 
+/// Moves the task's work-dir archive out of its `StartTask` into the chunk messages that follow
+/// it, so that no message grows with the model definition.
+fn stream_archive(task: &mut StartTask) -> Vec<MasterToAgent> {
+    let Some(archive) = task.work_dir_archive_b64.take() else { return Vec::new() };
+    let (stream, chunks) = archive_chunks(&task.container_id, &archive);
+    task.work_dir_archive_stream = Some(stream);
+    chunks
+}
+
+/// What is left of a `StartTask` (environment, files, harness info) must fit one agent message.
+fn check_message_size(task: &StartTask) -> Result<(), RmError> {
+    let size = serde_json::to_vec(&MasterToAgent::StartTask(Box::new(task.clone()))).map_or(0, |v| v.len());
+    if size > MAX_MESSAGE_BYTES {
+        return Err(RmError::Unavailable(format!(
+            "its start message is {size} bytes (environment variables, task files and harness info), over the agent's \
+             {MAX_MESSAGE_BYTES}-byte message limit; make environment_variables or the hyperparameters smaller"
+        )));
+    }
+    Ok(())
+}
+
 fn device_type(name: &str) -> DeviceType {
     match name {
         "cuda" | "gpu" => DeviceType::Cuda,
         "rocm" => DeviceType::Rocm,
         _ => DeviceType::Cpu,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use resolute_api::agent_protocol::TaskEntrypoint;
+
+    use super::*;
+
+    fn start(archive_b64: Option<String>) -> StartTask {
+        StartTask {
+            container_id: "c".into(),
+            task_id: "t".into(),
+            allocation_id: "t.1".into(),
+            task_type: "TRIAL".into(),
+            description: String::new(),
+            slot_ids: vec![0],
+            entrypoint: TaskEntrypoint::Shell("true".into()),
+            env: Default::default(),
+            work_dir_archive_b64: archive_b64,
+            work_dir_archive_stream: None,
+            python: None,
+            port_env: vec![],
+            ready_pattern: None,
+            files: vec![],
+            harness_info: Default::default(),
+            run_as: None,
+            task_dirs: vec![],
+        }
+    }
+
+    #[test]
+    fn archives_leave_the_start_message_for_pieces() {
+        // 40 MiB of base64: far over one message, yet every message stays small.
+        let mut task = start(Some("QUJD".repeat(10 * 1024 * 1024)));
+        let chunks = stream_archive(&mut task);
+        assert_eq!(task.work_dir_archive_b64, None);
+        assert_eq!(task.work_dir_archive_stream.as_ref().map(|s| (s.bytes, s.chunks as usize)), Some((30 * 1024 * 1024, chunks.len())));
+        assert!(chunks.iter().all(|c| serde_json::to_vec(c).unwrap().len() < 1024 * 1024 + 200));
+        assert!(check_message_size(&task).is_ok());
+        let mut plain = start(None);
+        assert!(stream_archive(&mut plain).is_empty() && plain.work_dir_archive_stream.is_none());
+    }
+
+    #[test]
+    fn a_start_too_large_for_one_message_is_refused_with_its_size() {
+        let mut task = start(None);
+        task.env.insert("HUGE".into(), "x".repeat(MAX_MESSAGE_BYTES));
+        let err = check_message_size(&task).unwrap_err().to_string();
+        assert!(err.contains("start message is") && err.contains("message limit") && err.contains("environment_variables"), "{err}");
     }
 }

@@ -101,6 +101,7 @@ pub fn trial_start_task(l: &TrialLaunch<'_>) -> Result<StartTask, TaskEnvError> 
         entrypoint: TaskEntrypoint::Argv(TRIAL_ENTRYPOINT.iter().map(|s| (*s).to_owned()).collect()),
         env,
         work_dir_archive_b64: Some(l.model_definition_b64.clone()),
+        work_dir_archive_stream: None,
         python,
         port_env: Vec::new(),
         ready_pattern: None,
