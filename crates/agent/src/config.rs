@@ -34,6 +34,26 @@ pub struct AgentConfig {
     pub agent_reconnect_backoff: Duration,
     /// Keep task work dirs (and their harness info) after the task ended, for debugging (ours).
     pub keep_work_dirs: bool,
+    /// Upstream's `security` section (`tls`).
+    pub security: SecurityConfig,
+}
+
+/// Upstream's agent `security` keys.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SecurityConfig {
+    pub tls: TlsConfig,
+}
+
+/// `security.tls`: connect with `wss://` and verify the master's certificate against
+/// `master_cert` (or the Mozilla roots), expecting `master_cert_name` when set.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TlsConfig {
+    pub enabled: bool,
+    pub skip_verify: bool,
+    pub master_cert: Option<PathBuf>,
+    pub master_cert_name: Option<String>,
 }
 
 /// Which devices the agent offers as slots (`slot_type`).
@@ -62,6 +82,8 @@ pub enum ConfigError {
     EmptyPython,
     #[error("visible_gpus entry {0:?} is empty; list GPU indexes or UUIDs separated by commas, e.g. \"0,1\"")]
     InvalidVisibleGpus(String),
+    #[error("security.tls.{0} is set but security.tls.enabled is false; enable TLS or remove it")]
+    TlsDisabled(&'static str),
 }
 
 impl Default for AgentConfig {
@@ -80,6 +102,7 @@ impl Default for AgentConfig {
             agent_reconnect_attempts: 5,
             agent_reconnect_backoff: Duration::from_secs(5),
             keep_work_dirs: false,
+            security: SecurityConfig::default(),
         }
     }
 }
@@ -129,6 +152,15 @@ impl AgentConfig {
             return Err(ConfigError::EmptyPython);
         }
         self.visible_gpu_list()?;
+        let tls = &self.security.tls;
+        if !tls.enabled {
+            if tls.master_cert.is_some() {
+                return Err(ConfigError::TlsDisabled("master_cert"));
+            }
+            if tls.skip_verify {
+                return Err(ConfigError::TlsDisabled("skip_verify"));
+            }
+        }
         Ok(())
     }
 }

@@ -39,9 +39,10 @@ impl MasterCert {
         let env_path = std::env::var("DET_MASTER_CERT_FILE").ok().filter(|p| !p.is_empty());
         let (trust, origin) = match env_path {
             Some(p) if p.eq_ignore_ascii_case("noverify") => (ClientTrust::NoVerify, "DET_MASTER_CERT_FILE".to_owned()),
-            Some(p) if Path::new(&p).exists() => {
-                (ClientTrust::RootsAnd(resolute_tls::read_certificates("DET_MASTER_CERT_FILE", Path::new(&p))?), "DET_MASTER_CERT_FILE".to_owned())
-            }
+            Some(p) if Path::new(&p).exists() => (
+                ClientTrust::RootsAnd(resolute_tls::read_certificates("DET_MASTER_CERT_FILE", Path::new(&p))?),
+                "DET_MASTER_CERT_FILE".to_owned(),
+            ),
             Some(p) => {
                 // Upstream warns and goes on with the default roots.
                 eprintln!("DET_MASTER_CERT_FILE={p} path not found; continuing without cert");
@@ -49,8 +50,8 @@ impl MasterCert {
             }
             None => match stored_certificate(master) {
                 Some((store, pem)) => {
-                    let certs = parse_stored(&pem)
-                        .map_err(|message| TlsError::Unusable { setting: store.display().to_string(), message })?;
+                    let certs =
+                        parse_stored(&pem).map_err(|message| TlsError::Unusable { setting: store.display().to_string(), message })?;
                     (ClientTrust::RootsAnd(certs), store.display().to_string())
                 }
                 None => (ClientTrust::Roots, "the default roots".to_owned()),

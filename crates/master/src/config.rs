@@ -73,7 +73,11 @@ const fn setting(path: &'static str, kind: SettingKind, help: &'static str) -> S
 pub static SETTINGS: &[Setting] = &[
     setting("port", SettingKind::Port, "HTTP port for the API and web UI (default 8080, 8443 with TLS)"),
     setting("listen_address", SettingKind::Text, "IP address the master listens on (default 0.0.0.0, every interface)"),
-    setting("security.tls.cert", SettingKind::Text, "PEM certificate chain (leaf first); with security.tls.key the master serves HTTPS only"),
+    setting(
+        "security.tls.cert",
+        SettingKind::Text,
+        "PEM certificate chain (leaf first); with security.tls.key the master serves HTTPS only",
+    ),
     setting("security.tls.key", SettingKind::Text, "PEM private key of security.tls.cert"),
     setting("cluster_name", SettingKind::Text, "human-readable cluster name"),
     setting("data_dir", SettingKind::Text, "directory for the SQLite database and default checkpoint storage"),
@@ -324,7 +328,10 @@ impl MasterConfig {
         if self.listen_address.trim().parse::<std::net::IpAddr>().is_err() {
             return Err(ConfigError::Invalid {
                 field: "listen_address".to_owned(),
-                message: format!("{:?} is not an IP address (e.g. 0.0.0.0 for every interface, 127.0.0.1 for this host only)", self.listen_address),
+                message: format!(
+                    "{:?} is not an IP address (e.g. 0.0.0.0 for every interface, 127.0.0.1 for this host only)",
+                    self.listen_address
+                ),
             });
         }
         let tls = &self.security.tls;

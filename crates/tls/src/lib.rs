@@ -1,4 +1,4 @@
-//! TLS for the master (serving), and the CLI and the agent (connecting), on rustls with the ring
+//! TLS for the master (serving), and the CLI and the agent (connecting), on rustls with the aws-lc
 //! provider. One place decides how PEM files are read and what a client trusts, so the CLI, the
 //! agent and the tests cannot disagree.
 //!
@@ -36,18 +36,20 @@ pub enum TlsError {
 /// Every certificate in the PEM file at `path`; `setting` names where the path came from.
 pub fn read_certificates(setting: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let bytes = std::fs::read(path).map_err(|source| TlsError::Read { setting: setting.to_owned(), path: path.to_owned(), source })?;
-    let certs = CertificateDer::pem_slice_iter(&bytes)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsError::BadPem { setting: setting.to_owned(), path: path.to_owned(), message: e.to_string() })?;
+    let certs = CertificateDer::pem_slice_iter(&bytes).collect::<Result<Vec<_>, _>>().map_err(|e| TlsError::BadPem {
+        setting: setting.to_owned(),
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
     if certs.is_empty() {
         return Err(TlsError::NoCertificate { setting: setting.to_owned(), path: path.to_owned() });
     }
     Ok(certs)
 }
 
-/// The ring provider, which every config here is built with (no process-wide default needed).
+/// The aws-lc provider, which every config here is built with (no process-wide default needed).
 pub(crate) fn provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
-    std::sync::Arc::new(rustls::crypto::ring::default_provider())
+    std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
 #[cfg(test)]

@@ -33,9 +33,13 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
 /// Serves one handshake with `pem`, connects with `trust`/`name` to `host`; the client's outcome.
 async fn handshake(pem: &Pem, trust: ClientTrust, name: Option<&str>, host: &str) -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
-    let server =
-        server_config("security.tls.cert", &write(dir.path(), "c.pem", &pem.cert), "security.tls.key", &write(dir.path(), "k.pem", &pem.key))
-            .unwrap();
+    let server = server_config(
+        "security.tls.cert",
+        &write(dir.path(), "c.pem", &pem.cert),
+        "security.tls.key",
+        &write(dir.path(), "k.pem", &pem.key),
+    )
+    .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let accept = tokio::spawn(async move {

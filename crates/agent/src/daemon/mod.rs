@@ -28,6 +28,7 @@ use self::tasks::{StartOutcome, Stop, TaskEntry};
 use crate::config::{AgentConfig, ConfigError};
 use crate::devices::{Device, DeviceError, DeviceType, detect_devices};
 use crate::events::{RuntimeEvent, TaskExit};
+use crate::master_tls::MasterTls;
 use crate::process::{Runtime, RuntimeOptions};
 
 /// How long connecting plus the master's first message may take.
@@ -53,12 +54,15 @@ pub enum DaemonError {
     ConnectionLost { url: String, attempts: u32, last_error: String },
     #[error("the master shut this agent down: {0}")]
     ShutDownByMaster(String),
+    #[error("invalid agent configuration: {0}")]
+    Tls(#[from] resolute_tls::TlsError),
 }
 
 /// Runs the agent until `shutdown` completes (then its tasks are terminated gracefully and it
 /// returns `Ok`), the master shuts it down, or the master stays unreachable.
 pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<(), DaemonError> {
     let options = RuntimeOptions::from_config(&config)?;
+    let tls = MasterTls::from_config(&config)?;
     let devices = detect_devices(&config).await?;
     std::fs::create_dir_all(&options.work_root).map_err(|source| DaemonError::WorkRoot { path: options.work_root.clone(), source })?;
     tracing::info!(
@@ -79,6 +83,7 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
             reconnect: false,
         },
         config,
+        tls,
         devices,
         runtime,
         events,
@@ -101,6 +106,7 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
 
 struct Daemon {
     config: AgentConfig,
+    tls: MasterTls,
     query: AgentConnectQuery,
     devices: Vec<Device>,
     runtime: Runtime,
@@ -177,7 +183,7 @@ impl Daemon {
         mut shutdown: Pin<&mut F>,
     ) -> Result<Option<(Ws, AgentOptions)>, DaemonError> {
         self.query.reconnect = reconnect;
-        let url = connection::agents_url(&self.config.master_host, self.config.master_port, &self.query);
+        let url = connection::agents_url(&self.config.master_host, self.config.master_port, self.tls.enabled(), &self.query);
         // At start: one try plus the retries; after a lost connection: the retries.
         let attempts = self.config.agent_reconnect_attempts + u32::from(!reconnect);
         let mut last_error = "agent_reconnect_attempts is 0".to_string();
@@ -193,7 +199,7 @@ impl Daemon {
                     }
                 }
             }
-            let connecting = connection::connect(&url, HANDSHAKE_TIMEOUT);
+            let connecting = connection::connect(&url, self.tls.client.clone(), HANDSHAKE_TIMEOUT);
             tokio::pin!(connecting);
             let error = loop {
                 tokio::select! {
@@ -209,7 +215,8 @@ impl Daemon {
             tracing::warn!("cannot connect to the master at {url} (attempt {} of {attempts}): {error}", attempt + 1);
             last_error = error.to_string();
         }
-        let url = format!("ws://{}:{}/agents", self.config.master_host, self.config.master_port);
+        let scheme = if self.tls.enabled() { "wss" } else { "ws" };
+        let url = format!("{scheme}://{}:{}/agents", self.config.master_host, self.config.master_port);
         Err(if reconnect {
             DaemonError::ConnectionLost { url, attempts, last_error }
         } else {
@@ -266,7 +273,11 @@ impl Daemon {
         }
         let launch = match tasks::prepare(&start, &self.devices, &self.runtime.options().work_root) {
             Ok(mut launch) => {
-                tasks::add_master_address(&mut launch.spec.env, &self.config.master_host, self.config.master_port);
+                tasks::add_master_address(&mut launch.spec.env, &self.tls, &self.config.master_host, self.config.master_port);
+                if let Ok(work_dir) = crate::workdir::task_work_dir(&self.runtime.options().work_root, &start.task_id, &start.allocation_id)
+                {
+                    self.tls.add_to_task(&mut launch.spec.env, &mut launch.spec.files, &work_dir);
+                }
                 launch
             }
             Err(reason) => {

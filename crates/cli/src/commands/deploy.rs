@@ -64,6 +64,10 @@ pub struct ClusterUpArgs {
     /// port to expose master on
     #[arg(long, default_value_t = 8080)]
     master_port: u16,
+    /// address the master listens on (default 127.0.0.1, this host only, unless the master config
+    /// or DET_LISTEN_ADDRESS says otherwise; 0.0.0.0 accepts other hosts)
+    #[arg(long, value_name = "ADDRESS")]
+    listen_address: Option<String>,
     /// name for the cluster (sets the master's cluster_name)
     #[arg(long)]
     cluster_name: Option<String>,
@@ -200,6 +204,17 @@ fn master_args(paths: &Paths, args: &ClusterUpArgs) -> Result<Vec<String>, CliEr
         Ok(())
     };
     set("port", args.master_port.to_string())?;
+    // A local cluster is reachable from this host only unless someone asked for more.
+    let configured = std::env::var_os("DET_LISTEN_ADDRESS").is_some()
+        || args.master_config_path.as_deref().is_some_and(|p| {
+            let text = fs::read_to_string(p).unwrap_or_default();
+            serde_norway::from_str::<serde_json::Value>(&text).ok().is_some_and(|v| v.get("listen_address").is_some())
+        });
+    match &args.listen_address {
+        Some(address) => set("listen_address", address.clone())?,
+        None if !configured => set("listen_address", "127.0.0.1".to_owned())?,
+        None => {}
+    }
     set("data_dir", paths.data_dir.display().to_string())?;
     if let Some(password) = &args.initial_user_password {
         set("security.initial_user_password", password.clone())?;
