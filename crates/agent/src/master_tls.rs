@@ -90,3 +90,67 @@ impl MasterTls {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TlsConfig;
+
+    fn config(tls: TlsConfig) -> AgentConfig {
+        let mut config = AgentConfig::default();
+        config.security.tls = tls;
+        config
+    }
+
+    #[test]
+    fn tasks_reach_a_tls_master_over_https_with_a_copy_of_its_certificate() {
+        let dir = tempfile::tempdir().unwrap();
+        let cert = rcgen::generate_simple_self_signed(vec!["master.example".to_owned()]).unwrap().cert.pem();
+        let path = dir.path().join("master.crt");
+        std::fs::write(&path, &cert).unwrap();
+        let tls = MasterTls::from_config(&config(TlsConfig {
+            enabled: true,
+            master_cert: Some(path),
+            master_cert_name: Some("master.example".to_owned()),
+            ..TlsConfig::default()
+        }))
+        .unwrap();
+        assert_eq!(tls.scheme(), "https");
+        let (mut env, mut files) = (BTreeMap::new(), Vec::new());
+        tls.add_to_task(&mut env, &mut files, Path::new("/work/task-1"));
+        assert_eq!(env["DET_USE_TLS"], "true");
+        assert_eq!(env["DET_MASTER_CERT_NAME"], "master.example");
+        assert_eq!(env["DET_MASTER_CERT_FILE"], "/work/task-1/.det-master.crt");
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].path(), Path::new(TASK_CERT_FILE));
+    }
+
+    #[test]
+    fn skip_verify_gives_tasks_noverify_and_plain_agents_add_nothing() {
+        let tls = MasterTls::from_config(&config(TlsConfig { enabled: true, skip_verify: true, ..TlsConfig::default() })).unwrap();
+        let (mut env, mut files) = (BTreeMap::new(), Vec::new());
+        tls.add_to_task(&mut env, &mut files, Path::new("/w"));
+        assert_eq!(env["DET_MASTER_CERT_FILE"], "noverify");
+        assert!(files.is_empty());
+
+        let plain = MasterTls::from_config(&AgentConfig::default()).unwrap();
+        assert_eq!(plain.scheme(), "http");
+        let (mut env, mut files) = (BTreeMap::new(), Vec::new());
+        plain.add_to_task(&mut env, &mut files, Path::new("/w"));
+        assert!(env.is_empty() && files.is_empty());
+    }
+
+    #[test]
+    fn an_unreadable_master_cert_names_the_setting_and_the_file() {
+        let err = MasterTls::from_config(&config(TlsConfig {
+            enabled: true,
+            master_cert: Some(PathBuf::from("/no/such/master.crt")),
+            ..TlsConfig::default()
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("security.tls.master_cert") && err.contains("/no/such/master.crt"), "{err}");
+        let disabled = config(TlsConfig { master_cert: Some(PathBuf::from("/c.pem")), ..TlsConfig::default() });
+        assert!(disabled.validate().unwrap_err().to_string().contains("security.tls.enabled"));
+    }
+}

@@ -94,10 +94,10 @@ pub(crate) async fn connect(
 
 /// A refused certificate, told apart from other connection failures.
 fn certificate_error(error: tokio_tungstenite::tungstenite::Error) -> ConnectError {
-    if let tokio_tungstenite::tungstenite::Error::Io(io) = &error {
-        if let Some(tls) = io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) {
-            return ConnectError::Certificate(tls.to_string());
-        }
+    if let tokio_tungstenite::tungstenite::Error::Io(io) = &error
+        && let Some(tls) = io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>())
+    {
+        return ConnectError::Certificate(tls.to_string());
     }
     ConnectError::Websocket(error)
 }
