@@ -304,3 +304,41 @@ fn absolute(path: &Path) -> Result<PathBuf, CliError> {
 fn io_msg(path: &Path, e: std::io::Error) -> CliError {
     CliError::msg(format!("{}: {e}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        up: ClusterUpArgs,
+    }
+
+    fn args_for(flags: &[&str]) -> Vec<String> {
+        let cli = Cli::try_parse_from(std::iter::once("cluster-up").chain(flags.iter().copied())).unwrap();
+        let dir = PathBuf::from("/tmp/resolute-deploy-test");
+        let paths = Paths { data_dir: dir.join("data"), pid_file: dir.join("pid"), log_file: dir.join("log") };
+        master_args(&paths, &cli.up).unwrap()
+    }
+
+    fn listen_address(args: &[String]) -> Option<&str> {
+        args.iter().position(|a| a == "--listen-address").map(|i| args[i + 1].as_str())
+    }
+
+    #[test]
+    fn a_local_cluster_listens_on_loopback_unless_told_otherwise() {
+        if std::env::var_os("DET_LISTEN_ADDRESS").is_some() {
+            return; // the variable is what decides then
+        }
+        assert_eq!(listen_address(&args_for(&[])), Some("127.0.0.1"));
+        assert_eq!(listen_address(&args_for(&["--listen-address", "0.0.0.0"])), Some("0.0.0.0"));
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("master.yaml");
+        std::fs::write(&config, "listen_address: 10.0.0.5\n").unwrap();
+        let from_file = args_for(&["--master-config-path", config.to_str().unwrap()]);
+        assert_eq!(listen_address(&from_file), None, "the file's listen_address stands: {from_file:?}");
+    }
+}
