@@ -101,6 +101,11 @@ fn the_cli_talks_https_with_the_masters_certificate() {
     assert!(err.contains("not trusted"), "{err}");
     // `noverify`, as upstream, trusts anything.
     det.ok_env(&["experiment", "list"], "", &[("DET_MASTER_CERT_FILE", "noverify")]);
+    // The certificate the upstream CLI stored for this master (trust on first use) is trusted.
+    let stored = serde_json::json!({ det.master.clone(): std::fs::read_to_string(&master.cert.cert).unwrap() });
+    std::fs::write(det.config.path().join("certs.json"), stored.to_string()).unwrap();
+    assert!(det.ok_env(&["experiment", "list"], "", &[]).contains("ID"));
+    std::fs::remove_file(det.config.path().join("certs.json")).unwrap();
     // A cert file that is not PEM is named.
     let garbage = master.dir.path().join("garbage.pem");
     std::fs::write(&garbage, "not a certificate").unwrap();
