@@ -35,10 +35,22 @@ pub struct AgentConfig {
     /// doubling up to 30 s, each wait ±20 % at random (so agents do not return in lockstep).
     #[serde(with = "seconds")]
     pub agent_reconnect_backoff: Option<Duration>,
-    /// The cluster's join secret (ours), which a master with `security.agent_secret` requires.
+    /// `security`: the cluster's join secret (ours), which a master with `security.agent_secret`
+    /// requires, and upstream's `tls`.
     pub security: AgentSecurity,
     /// Keep task work dirs (and their harness info) after the task ended, for debugging (ours).
     pub keep_work_dirs: bool,
+}
+
+/// `security.tls`: connect with `wss://` and verify the master's certificate against
+/// `master_cert` (or the Mozilla roots), expecting `master_cert_name` when set.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TlsConfig {
+    pub enabled: bool,
+    pub skip_verify: bool,
+    pub master_cert: Option<PathBuf>,
+    pub master_cert_name: Option<String>,
 }
 
 /// `security` in agent.yaml.
@@ -50,6 +62,8 @@ pub struct AgentSecurity {
     pub agent_secret: Option<String>,
     /// A file whose trimmed contents are the secret, instead of `agent_secret`.
     pub agent_secret_file: Option<PathBuf>,
+    /// Upstream's `security.tls`.
+    pub tls: TlsConfig,
 }
 
 impl std::fmt::Debug for AgentSecurity {
@@ -57,6 +71,7 @@ impl std::fmt::Debug for AgentSecurity {
         f.debug_struct("AgentSecurity")
             .field("agent_secret", &self.agent_secret.as_ref().map(|_| "<redacted>"))
             .field("agent_secret_file", &self.agent_secret_file)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -109,6 +124,8 @@ pub enum ConfigError {
     InvalidVisibleGpus(String),
     #[error("security: {0}")]
     AgentSecret(String),
+    #[error("security.tls.{0} is set but security.tls.enabled is false; enable TLS or remove it")]
+    TlsDisabled(&'static str),
 }
 
 impl Default for AgentConfig {
@@ -178,6 +195,15 @@ impl AgentConfig {
         }
         self.visible_gpu_list()?;
         self.security.resolve()?;
+        let tls = &self.security.tls;
+        if !tls.enabled {
+            if tls.master_cert.is_some() {
+                return Err(ConfigError::TlsDisabled("master_cert"));
+            }
+            if tls.skip_verify {
+                return Err(ConfigError::TlsDisabled("skip_verify"));
+            }
+        }
         Ok(())
     }
 }
@@ -313,12 +339,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("secret");
         std::fs::write(&file, "from-file\n").unwrap();
-        let config =
-            AgentConfig { security: AgentSecurity { agent_secret: None, agent_secret_file: Some(file.clone()) }, ..Default::default() };
+        let config = AgentConfig {
+            security: AgentSecurity { agent_secret: None, agent_secret_file: Some(file.clone()), ..Default::default() },
+            ..Default::default()
+        };
         assert_eq!(config.security.resolve().unwrap().as_deref(), Some("from-file"));
-        let both = AgentSecurity { agent_secret: Some("a".into()), agent_secret_file: Some(file) };
+        let both = AgentSecurity { agent_secret: Some("a".into()), agent_secret_file: Some(file), ..Default::default() };
         assert!(both.resolve().unwrap_err().to_string().contains("not both"));
-        let missing = AgentSecurity { agent_secret: None, agent_secret_file: Some(dir.path().join("none")) };
+        let missing = AgentSecurity { agent_secret: None, agent_secret_file: Some(dir.path().join("none")), ..Default::default() };
         let err = AgentConfig { security: missing, ..Default::default() }.validate().unwrap_err().to_string();
         assert!(err.contains("cannot read agent_secret_file"), "{err}");
     }

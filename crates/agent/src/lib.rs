@@ -14,6 +14,7 @@ pub mod devices;
 pub mod events;
 pub mod harness_shim;
 pub mod logs;
+pub mod master_tls;
 pub mod ports;
 pub mod process;
 pub mod spec;

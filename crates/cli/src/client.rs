@@ -13,8 +13,10 @@ use thiserror::Error;
 pub enum ClientError {
     #[error("cannot reach the master at {url}: {cause}. Is it running? Set DET_MASTER or pass -m.")]
     Unreachable { url: String, cause: String },
-    #[error("HTTPS masters are not supported by this build of det ({url}); use an http:// address")]
-    TlsUnsupported { url: String },
+    #[error("cannot reach the master at {url}: {cause}; {hint}")]
+    Untrusted { url: String, cause: String, hint: &'static str },
+    #[error("{0}")]
+    Tls(#[from] resolute_tls::TlsError),
     #[error("{0}. Please log in with 'det user login <username>'.")]
     Unauthenticated(String),
     #[error("Forbidden: {0}")]
@@ -43,11 +45,8 @@ impl Client {
 
     /// A client whose requests give up after `timeout` (health probes use a short one).
     pub fn with_timeout(master: &str, timeout: Duration) -> Result<Self, ClientError> {
-        if master.starts_with("https://") {
-            // Built without a TLS stack to keep the binary small; say so instead of a vague error.
-            return Err(ClientError::TlsUnsupported { url: master.to_owned() });
-        }
         let http = Http::builder()
+            .tls_backend_preconfigured(tls_config(master)?)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .timeout(timeout)
             .build()
@@ -109,7 +108,11 @@ impl Client {
     /// Opens a GET whose body the caller reads as it arrives (log follows, checkpoint downloads):
     /// only connecting is timed, since a followed stream may stay open for hours.
     pub fn open(&self, path: &str, accept: &str) -> Result<Response, ClientError> {
-        let http = Http::builder().connect_timeout(Duration::from_secs(10)).build().map_err(|e| unreachable(&self.master, &e))?;
+        let http = Http::builder()
+            .tls_backend_preconfigured(tls_config(&self.master)?)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| unreachable(&self.master, &e))?;
         let url = format!("{}/{}", self.master, path.trim_start_matches('/'));
         let mut req = http.get(&url).header(reqwest::header::ACCEPT, accept);
         if let Some(token) = &self.token {
@@ -166,9 +169,18 @@ pub fn path_segment(raw: &str) -> String {
     out
 }
 
+/// The rustls config for `master` (see [`crate::master_tls`]); every client carries one, since
+/// reqwest has no TLS provider of its own here.
+fn tls_config(master: &str) -> Result<rustls::ClientConfig, ClientError> {
+    Ok((*crate::master_tls::config_for(master)?).clone())
+}
+
 fn unreachable(master: &str, err: &reqwest::Error) -> ClientError {
     let cause = if err.is_timeout() { "timed out".to_owned() } else { root_cause(err) };
-    ClientError::Unreachable { url: master.to_owned(), cause }
+    match crate::master_tls::untrusted_hint(&cause).filter(|_| master.starts_with("https://")) {
+        Some(hint) => ClientError::Untrusted { url: master.to_owned(), cause, hint },
+        None => ClientError::Unreachable { url: master.to_owned(), cause },
+    }
 }
 
 /// reqwest's own message is generic ("error sending request"); the innermost cause

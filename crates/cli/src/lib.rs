@@ -9,6 +9,7 @@ pub mod context_upload;
 pub mod error;
 pub mod local_process;
 pub mod log_stream;
+pub mod master_tls;
 pub mod output;
 pub mod password;
 pub mod prompt;

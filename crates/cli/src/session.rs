@@ -110,7 +110,7 @@ pub fn logout(master: &str, requested_user: Option<&str>) -> Result<Option<Strin
     let client = Client::new(master)?.with_token(token);
     // A master that cannot be reached is worth reporting; any refusal (say, an expired token)
     // leaves us just as logged out, as upstream treats it.
-    if let Err(e @ (ClientError::Unreachable { .. } | ClientError::TlsUnsupported { .. })) =
+    if let Err(e @ (ClientError::Unreachable { .. } | ClientError::Untrusted { .. } | ClientError::Tls(_))) =
         client.send::<(), Value>(Method::POST, "api/v1/auth/logout", None)
     {
         return Err(e.into());

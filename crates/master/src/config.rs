@@ -71,7 +71,14 @@ const fn setting(path: &'static str, kind: SettingKind, help: &'static str) -> S
 
 /// Every setting that `DET_*` variables and `det master run` flags can override.
 pub static SETTINGS: &[Setting] = &[
-    setting("port", SettingKind::Port, "HTTP port for the API and web UI (default 8080)"),
+    setting("port", SettingKind::Port, "HTTP port for the API and web UI (default 8080, 8443 with TLS)"),
+    setting("listen_address", SettingKind::Text, "IP address the master listens on (default 0.0.0.0, every interface)"),
+    setting(
+        "security.tls.cert",
+        SettingKind::Text,
+        "PEM certificate chain (leaf first); with security.tls.key the master serves HTTPS only",
+    ),
+    setting("security.tls.key", SettingKind::Text, "PEM private key of security.tls.cert"),
     setting("cluster_name", SettingKind::Text, "human-readable cluster name"),
     setting("data_dir", SettingKind::Text, "directory for the SQLite database and default checkpoint storage"),
     setting("db.host", SettingKind::Text, "PostgreSQL host; when unset, embedded SQLite is used"),
@@ -103,6 +110,8 @@ pub static SETTINGS: &[Setting] = &[
 #[serde(default)]
 pub struct MasterConfig {
     pub port: u16,
+    /// Ours (upstream listens on every interface): the address the master binds.
+    pub listen_address: String,
     pub cluster_name: String,
     /// Ours (upstream has none): where the SQLite database and default checkpoints live.
     pub data_dir: Option<PathBuf>,
@@ -156,6 +165,7 @@ pub struct SecurityConfig {
     pub agent_secret: Option<String>,
     /// A file holding the join secret (trimmed), instead of `agent_secret`.
     pub agent_secret_file: Option<PathBuf>,
+    pub tls: TlsConfig,
 }
 
 /// `security.default_task_user`.
@@ -207,6 +217,14 @@ impl SecurityConfig {
     }
 }
 
+/// `security.tls`: both set, the master serves HTTPS only; neither, plain HTTP.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
+pub struct TlsConfig {
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default)]
 pub struct TokenConfig {
@@ -224,6 +242,7 @@ impl Default for MasterConfig {
     fn default() -> Self {
         MasterConfig {
             port: 8080,
+            listen_address: "0.0.0.0".to_owned(),
             cluster_name: String::new(),
             data_dir: None,
             db: DbConfig::default(),
@@ -330,6 +349,7 @@ impl MasterConfig {
     pub fn from_tree(mut tree: Value) -> Result<MasterConfig, ConfigError> {
         let mut warnings = Vec::new();
         let pool_defaults = pool_task_container_defaults(&tree);
+        let port_given = tree.get("port").is_some_and(|p| !p.is_null());
         if let Value::Object(map) = &mut tree {
             for key in UPSTREAM_ONLY_KEYS {
                 if map.remove(*key).is_some() {
@@ -348,6 +368,10 @@ impl MasterConfig {
         config.container_defaults = container_defaults;
         warnings.extend(defaults_warnings);
         config.warnings = warnings;
+        // Upstream's default port is 8443 when TLS is configured.
+        if !port_given && config.tls_enabled() {
+            config.port = 8443;
+        }
         config.validate()?;
         config.agent_secret = config.security.resolve_agent_secret()?;
         Ok(config)
@@ -379,6 +403,37 @@ impl MasterConfig {
                 });
             }
         }
+        if self.listen_address.trim().parse::<std::net::IpAddr>().is_err() {
+            return Err(ConfigError::Invalid {
+                field: "listen_address".to_owned(),
+                message: format!(
+                    "{:?} is not an IP address (e.g. 0.0.0.0 for every interface, 127.0.0.1 for this host only)",
+                    self.listen_address
+                ),
+            });
+        }
+        let tls = &self.security.tls;
+        let empty = |p: &Option<PathBuf>| p.as_ref().is_some_and(|p| p.as_os_str().is_empty());
+        for (field, path) in [("security.tls.cert", &tls.cert), ("security.tls.key", &tls.key)] {
+            if empty(path) {
+                return Err(ConfigError::Invalid { field: field.to_owned(), message: "must name a PEM file, not be empty".to_owned() });
+            }
+        }
+        match (&tls.cert, &tls.key) {
+            (Some(_), None) => {
+                return Err(ConfigError::Invalid {
+                    field: "security.tls.key".to_owned(),
+                    message: "must be set when security.tls.cert is (the certificate's PEM private key)".to_owned(),
+                });
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::Invalid {
+                    field: "security.tls.cert".to_owned(),
+                    message: "must be set when security.tls.key is (the PEM certificate chain)".to_owned(),
+                });
+            }
+            _ => {}
+        }
         if tracing_level(&self.log.level).is_none() {
             return Err(ConfigError::Invalid {
                 field: "log.level".to_owned(),
@@ -386,6 +441,17 @@ impl MasterConfig {
             });
         }
         Ok(())
+    }
+
+    /// Whether `security.tls` names a certificate and key (validated to come together).
+    pub fn tls_enabled(&self) -> bool {
+        self.security.tls.cert.is_some() && self.security.tls.key.is_some()
+    }
+
+    /// Where the master listens (validated by [`MasterConfig::from_tree`]).
+    pub fn listen_addr(&self) -> std::net::SocketAddr {
+        let ip = self.listen_address.trim().parse().unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+        std::net::SocketAddr::new(ip, self.port)
     }
 
     pub fn uses_postgres(&self) -> bool {

@@ -132,3 +132,41 @@ fn agent_secret_comes_from_the_file_env_flag_or_a_secret_file() {
     let err = MasterConfig::from_tree(serde_json::json!({"security": {"agent_secret_file": "/no/such/secret"}})).unwrap_err();
     assert!(err.to_string().contains("security.agent_secret_file") && err.to_string().contains("/no/such/secret"), "{err}");
 }
+
+#[test]
+fn tls_keys_come_from_the_file_env_or_flags_and_move_the_default_port() {
+    let c = MasterConfig::from_tree(serde_json::json!({"security": {"tls": {"cert": "/c.pem", "key": "/k.pem"}}})).unwrap();
+    assert!(c.warnings.is_empty(), "security.tls is not ignored any more: {:?}", c.warnings);
+    assert!(c.tls_enabled());
+    assert_eq!(c.security.tls.cert.as_deref(), Some(Path::new("/c.pem")));
+    assert_eq!(c.port, 8443, "upstream's default port with TLS");
+    let c = MasterConfig::from_tree(serde_json::json!({"port": 9000, "security": {"tls": {"cert": "/c.pem", "key": "/k.pem"}}})).unwrap();
+    assert_eq!(c.port, 9000);
+    let e = env(&[("DET_SECURITY_TLS_CERT", "/e.pem"), ("DET_SECURITY_TLS_KEY", "/ek.pem")]);
+    let c = MasterConfig::load_with_env(None, &e, &[("security.tls.key", "/flag.pem".to_owned())]).unwrap();
+    assert_eq!(c.security.tls.cert.as_deref(), Some(Path::new("/e.pem")));
+    assert_eq!(c.security.tls.key.as_deref(), Some(Path::new("/flag.pem")));
+    assert!(!MasterConfig::load_with_env(None, &[], &[]).unwrap().tls_enabled());
+}
+
+#[test]
+fn a_cert_without_its_key_is_refused_naming_the_missing_key() {
+    let err = MasterConfig::from_tree(serde_json::json!({"security": {"tls": {"cert": "/c.pem"}}})).unwrap_err().to_string();
+    assert!(err.contains("security.tls.key"), "{err}");
+    let err = MasterConfig::from_tree(serde_json::json!({"security": {"tls": {"key": "/k.pem"}}})).unwrap_err().to_string();
+    assert!(err.contains("security.tls.cert"), "{err}");
+    let err = MasterConfig::from_tree(serde_json::json!({"security": {"tls": {"cert": "", "key": "/k.pem"}}})).unwrap_err().to_string();
+    assert!(err.contains("security.tls.cert") && err.contains("empty"), "{err}");
+}
+
+#[test]
+fn listen_address_defaults_to_every_interface_and_must_be_an_ip() {
+    let c = MasterConfig::load_with_env(None, &[], &[]).unwrap();
+    assert_eq!(c.listen_addr().to_string(), "0.0.0.0:8080");
+    let c = MasterConfig::load_with_env(None, &env(&[("DET_LISTEN_ADDRESS", "127.0.0.1")]), &[]).unwrap();
+    assert_eq!(c.listen_addr().to_string(), "127.0.0.1:8080");
+    let c = MasterConfig::load_with_env(None, &[], &[("listen_address", "::1".to_owned())]).unwrap();
+    assert_eq!(c.listen_addr().to_string(), "[::1]:8080");
+    let err = MasterConfig::load_with_env(None, &[], &[("listen_address", "localhost:80".to_owned())]).unwrap_err().to_string();
+    assert!(err.contains("listen_address") && err.contains("not an IP address"), "{err}");
+}

@@ -12,6 +12,7 @@ mod error;
 mod http;
 pub mod services;
 mod state;
+mod tls_listener;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -33,8 +34,10 @@ pub enum MasterError {
     DataDir { path: std::path::PathBuf, source: std::io::Error },
     #[error("cannot open the {backend} database: {source}")]
     Store { backend: &'static str, source: StoreError },
-    #[error("cannot listen on port {port}: {source}")]
-    Bind { port: u16, source: std::io::Error },
+    #[error("cannot listen on {addr} (listen_address, port): {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("cannot serve HTTPS: {0}")]
+    Tls(#[from] resolute_tls::TlsError),
     #[error("cannot create the default users: {0}")]
     Bootstrap(String),
     #[error("server error: {0}")]
@@ -44,6 +47,8 @@ pub enum MasterError {
 /// A master that has opened its store and bound its port, ready to serve.
 pub struct Master {
     listener: TcpListener,
+    /// `security.tls`, loaded: when set the master speaks only HTTPS.
+    tls: Option<Arc<rustls::ServerConfig>>,
     state: AppState,
     store: Arc<SqlStore>,
     cluster_events: tokio::sync::mpsc::UnboundedReceiver<cluster::ClusterEvent>,
@@ -52,6 +57,11 @@ pub struct Master {
 impl Master {
     /// Opens the store (applying migrations), creates default users, binds the port.
     pub async fn start(config: MasterConfig) -> Result<Master, MasterError> {
+        // Unusable certificates fail the start before anything is opened.
+        let tls = match (&config.security.tls.cert, &config.security.tls.key) {
+            (Some(cert), Some(key)) => Some(resolute_tls::server_config("security.tls.cert", cert, "security.tls.key", key)?),
+            _ => None,
+        };
         let store = Arc::new(open_store(&config).await?);
         let (cluster, cluster_events) = cluster::ClusterHandle::new();
         let state = AppState::new(
@@ -74,15 +84,15 @@ impl Master {
                 "security.default_task_user is root: tasks of users without a linked agent user run as root on agents that run as root"
             );
         }
-        let addr = SocketAddr::from(([0, 0, 0, 0], config.port));
-        let listener = TcpListener::bind(addr).await.map_err(|source| MasterError::Bind { port: config.port, source })?;
+        let addr = config.listen_addr();
+        let listener = TcpListener::bind(addr).await.map_err(|source| MasterError::Bind { addr, source })?;
         if config.agent_secret.is_none() {
             tracing::warn!(
                 "no agent join secret is configured (security.agent_secret): agents are accepted only from this machine \
                  (loopback) and remote agents will be refused until one is set"
             );
         }
-        Ok(Master { listener, state, store, cluster_events })
+        Ok(Master { listener, tls, state, store, cluster_events })
     }
 
     /// The store this master writes, for tools and tests that seed or inspect it directly.
@@ -101,13 +111,18 @@ impl Master {
         self.state.proxies.clone()
     }
 
+    /// Whether this master serves HTTPS (`security.tls`).
+    pub fn tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
     }
 
     /// Serves until `shutdown` resolves, then drains connections and closes the store.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), MasterError> {
-        let Master { listener, state, store, cluster_events } = self;
+        let Master { listener, tls, state, store, cluster_events } = self;
         let hooks = Arc::new(
             services::ServiceHooks::new(
                 state.store.clone(),
@@ -131,17 +146,27 @@ impl Master {
             )
             .run(services::idle_tasks::CHECK_INTERVAL),
         );
-        let app = http::router(state);
-        // No Nagle on any connection: small responses and websocket frames (task starts, kills)
-        // go out at once instead of waiting on the peer's delayed ACK.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        // The peer address decides whether an agent without the join secret may connect, and
+        // feeds the per-address login throttle.
+        let app = http::router(state).into_make_service_with_connect_info::<SocketAddr>();
+        let result = match tls {
+            Some(config) => {
+                // `tap_io` (a no-op here) is how axum hands a custom listener's peer address to
+                // `ConnectInfo`.
+                let listener = tls_listener::TlsListener::new(listener, config).map_err(MasterError::Serve)?.tap_io(|_| {});
+                axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(MasterError::Serve)
             }
-        });
-        // The peer address decides whether an agent without the join secret may connect.
-        let app = app.into_make_service_with_connect_info::<SocketAddr>();
-        let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(MasterError::Serve);
+            None => {
+                // No Nagle on any connection: small responses and websocket frames (task starts,
+                // kills) go out at once instead of waiting on the peer's delayed ACK.
+                let listener = listener.tap_io(|tcp| {
+                    if let Err(e) = tcp.set_nodelay(true) {
+                        tracing::debug!(error = %e, "could not set TCP_NODELAY");
+                    }
+                });
+                axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(MasterError::Serve)
+            }
+        };
         purger.abort();
         idle_watcher.abort();
         cluster_loop.abort();
@@ -156,7 +181,8 @@ pub async fn run(config: MasterConfig) -> Result<(), MasterError> {
         tracing::warn!("{warning}");
     }
     let master = Master::start(config).await?;
-    tracing::info!(addr = %master.local_addr(), backend = master.store.backend(), "master listening");
+    let scheme = if master.tls() { "https" } else { "http" };
+    tracing::info!(addr = %master.local_addr(), scheme, backend = master.store.backend(), "master listening");
     master.serve(shutdown_signal()).await?;
     tracing::info!("master stopped");
     Ok(())

@@ -86,7 +86,7 @@ impl AppState {
     }
 }
 
-/// Whether the master's listener speaks TLS. (No TLS listener yet: plain HTTP.)
-fn serves_tls(_config: &MasterConfig) -> bool {
-    false
+/// Whether the master's listener speaks TLS (`security.tls`): then the session cookie is `Secure`.
+fn serves_tls(config: &MasterConfig) -> bool {
+    config.tls_enabled()
 }

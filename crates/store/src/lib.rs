@@ -27,9 +27,8 @@ mod summary;
 pub use error::{StoreError, StoreResult};
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};
 pub use model::{
-    AgentUserGroup, AuthenticatedSession, NewSession, NewUser, OrderDirection, RevokeSessions, SessionRecord, UserFilter, UserPage, UserPatch,
-    UserRecord,
-    UserSort,
+    AgentUserGroup, AuthenticatedSession, NewSession, NewUser, OrderDirection, RevokeSessions, SessionRecord, UserFilter, UserPage,
+    UserPatch, UserRecord, UserSort,
 };
 pub use model_checkpoints::{
     CHECKPOINT_COMPLETED, CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, CheckpointSort, NewCheckpoint,

@@ -24,6 +24,8 @@ const MAX_BUFFERED_LOG_LINES: usize = 100_000;
 pub(crate) enum ConnectError {
     #[error("{0}")]
     Websocket(#[from] tokio_tungstenite::tungstenite::Error),
+    #[error("the master's TLS certificate is not trusted: {0}; check security.tls.master_cert and security.tls.master_cert_name")]
+    Certificate(String),
     #[error("no answer within {0:?}")]
     Timeout(Duration),
     #[error("the master closed the connection before sending its options")]
@@ -50,8 +52,8 @@ fn refusal(response: &tokio_tungstenite::tungstenite::http::Response<Option<Vec<
     if reason.is_empty() { format!("HTTP {status}") } else { format!("HTTP {status}: {reason}") }
 }
 
-/// `ws://host:port/agents?<query>`.
-pub(crate) fn agents_url(host: &str, port: u16, query: &AgentConnectQuery) -> String {
+/// `ws://host:port/agents?<query>` (`wss://` with TLS).
+pub(crate) fn agents_url(host: &str, port: u16, tls: bool, query: &AgentConnectQuery) -> String {
     let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() };
     let pairs = [
         ("id", query.id.as_str()),
@@ -61,7 +63,8 @@ pub(crate) fn agents_url(host: &str, port: u16, query: &AgentConnectQuery) -> St
         ("reconnect", if query.reconnect { "true" } else { "false" }),
     ];
     let query = pairs.iter().map(|(k, v)| format!("{k}={}", url_encode(v))).collect::<Vec<_>>().join("&");
-    format!("ws://{host}:{port}/agents?{query}")
+    let scheme = if tls { "wss" } else { "ws" };
+    format!("{scheme}://{host}:{port}/agents?{query}")
 }
 
 /// Percent-encodes everything but RFC 3986's unreserved characters.
@@ -77,8 +80,14 @@ fn url_encode(value: &str) -> String {
     out
 }
 
-/// Opens the websocket, presenting the join secret if there is one, and waits for the master's options.
-pub(crate) async fn connect(url: &str, secret: Option<&str>, timeout: Duration) -> Result<(Ws, AgentOptions), ConnectError> {
+/// Opens the websocket (over TLS with `tls`), presenting the join secret if there is one, and
+/// waits for the master's options.
+pub(crate) async fn connect(
+    url: &str,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    secret: Option<&str>,
+    timeout: Duration,
+) -> Result<(Ws, AgentOptions), ConnectError> {
     let handshake = async {
         let mut request = url.into_client_request()?;
         if let Some(secret) = secret {
@@ -89,10 +98,11 @@ pub(crate) async fn connect(url: &str, secret: Option<&str>, timeout: Duration) 
         let config = WebSocketConfig::default().max_message_size(Some(MAX_MESSAGE_BYTES)).max_frame_size(Some(MAX_MESSAGE_BYTES));
         // No Nagle: a task's last log batch and its exit go out back to back, and the exit must not
         // wait for the master's delayed ACK (~40 ms per trial).
-        let (mut ws, _response) = match tokio_tungstenite::connect_async_with_config(request, Some(config), true).await {
+        let connector = tls.map(tokio_tungstenite::Connector::Rustls);
+        let (mut ws, _response) = match tokio_tungstenite::connect_async_tls_with_config(request, Some(config), true, connector).await {
             Ok(connected) => connected,
             Err(WsError::Http(response)) if response.status().is_client_error() => return Err(ConnectError::Refused(refusal(&response))),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(certificate_error(e)),
         };
         loop {
             match ws.next().await {
@@ -110,6 +120,16 @@ pub(crate) async fn connect(url: &str, secret: Option<&str>, timeout: Duration) 
         }
     };
     tokio::time::timeout(timeout, handshake).await.map_err(|_| ConnectError::Timeout(timeout))?
+}
+
+/// A refused certificate, told apart from other connection failures.
+fn certificate_error(error: tokio_tungstenite::tungstenite::Error) -> ConnectError {
+    if let tokio_tungstenite::tungstenite::Error::Io(io) = &error
+        && let Some(tls) = io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>())
+    {
+        return ConnectError::Certificate(tls.to_string());
+    }
+    ConnectError::Websocket(error)
 }
 
 /// A frame from the master, decoded.
@@ -140,6 +160,9 @@ pub(crate) fn decode(message: Message) -> Incoming {
 pub(crate) fn local_addresses(ws: &Ws) -> Vec<String> {
     match ws.get_ref() {
         MaybeTlsStream::Plain(stream) => stream.local_addr().map(|addr| vec![addr.ip().to_canonical().to_string()]).unwrap_or_default(),
+        MaybeTlsStream::Rustls(stream) => {
+            stream.get_ref().0.local_addr().map(|addr| vec![addr.ip().to_canonical().to_string()]).unwrap_or_default()
+        }
         _ => Vec::new(),
     }
 }
@@ -216,7 +239,7 @@ mod tests {
             reconnect: true,
         };
         assert_eq!(
-            agents_url("::1", 8080, &query),
+            agents_url("::1", 8080, false, &query),
             "ws://[::1]:8080/agents?id=a%20b%2Fc&version=0.1.0&resource_pool=default&hostname=h&reconnect=true"
         );
     }

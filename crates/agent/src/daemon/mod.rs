@@ -34,6 +34,7 @@ use self::tasks::{StartOutcome, Stop, TaskEntry};
 use crate::config::{AgentConfig, ConfigError};
 use crate::devices::{Device, DeviceError, DeviceType, detect_devices};
 use crate::events::{RuntimeEvent, TaskExit};
+use crate::master_tls::MasterTls;
 use crate::process::{Runtime, RuntimeOptions};
 
 /// How long connecting plus the master's first message may take.
@@ -68,12 +69,15 @@ pub enum DaemonError {
     /// The master refused the connection (no or a wrong join secret, …); retrying would not help.
     #[error("the master refused this agent: {0}")]
     Refused(String),
+    #[error("invalid agent configuration: {0}")]
+    Tls(#[from] resolute_tls::TlsError),
 }
 
 /// Runs the agent until `shutdown` completes (then its tasks are terminated gracefully and it
 /// returns `Ok`), the master shuts it down, or the master stays unreachable.
 pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<(), DaemonError> {
     let options = RuntimeOptions::from_config(&config)?;
+    let tls = MasterTls::from_config(&config)?;
     let devices = detect_devices(&config).await?;
     std::fs::create_dir_all(&options.work_root).map_err(|source| DaemonError::WorkRoot { path: options.work_root.clone(), source })?;
     tracing::info!(
@@ -96,6 +100,7 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
         },
         config,
         secret,
+        tls,
         devices,
         runtime,
         events,
@@ -121,6 +126,7 @@ struct Daemon {
     config: AgentConfig,
     /// The join secret presented to the master; never logged.
     secret: Option<String>,
+    tls: MasterTls,
     query: AgentConnectQuery,
     devices: Vec<Device>,
     runtime: Runtime,
@@ -210,7 +216,7 @@ impl Daemon {
         mut shutdown: Pin<&mut F>,
     ) -> Result<Option<(Ws, AgentOptions)>, DaemonError> {
         self.query.reconnect = reconnect;
-        let url = connection::agents_url(&self.config.master_host, self.config.master_port, &self.query);
+        let url = connection::agents_url(&self.config.master_host, self.config.master_port, self.tls.enabled(), &self.query);
         let mut backoff = Backoff::new(&self.config);
         let bound = backoff.max_attempts().map_or_else(String::new, |max| format!(" of {max}"));
         // After a lost connection the master may be restarting: give it a moment first.
@@ -228,7 +234,7 @@ impl Daemon {
                     }
                 }
             }
-            let connecting = connection::connect(&url, secret.as_deref(), HANDSHAKE_TIMEOUT);
+            let connecting = connection::connect(&url, self.tls.client.clone(), secret.as_deref(), HANDSHAKE_TIMEOUT);
             tokio::pin!(connecting);
             let error = loop {
                 tokio::select! {
@@ -252,8 +258,9 @@ impl Daemon {
                     wait = Some(next);
                 }
                 None => {
+                    let scheme = if self.tls.enabled() { "wss" } else { "ws" };
                     let (url, attempts, last_error) =
-                        (format!("ws://{}:{}/agents", self.config.master_host, self.config.master_port), attempt, error.to_string());
+                        (format!("{scheme}://{}:{}/agents", self.config.master_host, self.config.master_port), attempt, error.to_string());
                     return Err(if reconnect {
                         DaemonError::ConnectionLost { url, attempts, last_error }
                     } else {
@@ -360,9 +367,13 @@ impl Daemon {
         let agent_uid = nix::unistd::geteuid().as_raw();
         let launch = match tasks::prepare(&start, &self.devices, &self.runtime.options().work_root, agent_uid) {
             Ok(mut launch) => {
-                tasks::add_master_address(&mut launch.spec.env, &self.config.master_host, self.config.master_port);
+                tasks::add_master_address(&mut launch.spec.env, &self.tls, &self.config.master_host, self.config.master_port);
                 if streamed.is_some() {
                     launch.spec.work_dir_archive = streamed;
+                }
+                if let Ok(work_dir) = crate::workdir::task_work_dir(&self.runtime.options().work_root, &start.task_id, &start.allocation_id)
+                {
+                    self.tls.add_to_task(&mut launch.spec.env, &mut launch.spec.files, &work_dir);
                 }
                 launch
             }

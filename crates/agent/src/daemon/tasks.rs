@@ -128,8 +128,8 @@ fn work_file(file: &TaskFile) -> Result<WorkFile, String> {
 
 /// The master as this agent reaches it (upstream's agent sets these globally): tasks call back
 /// to the same address, unless the master already chose one.
-pub(crate) fn add_master_address(env: &mut BTreeMap<String, String>, host: &str, port: u16) {
-    let url = format!("http://{host}:{port}");
+pub(crate) fn add_master_address(env: &mut BTreeMap<String, String>, tls: &crate::master_tls::MasterTls, host: &str, port: u16) {
+    let url = format!("{}://{host}:{port}", tls.scheme());
     for (name, value) in
         [("DET_MASTER", url.clone()), ("DET_MASTER_ADDR", url), ("DET_MASTER_HOST", host.to_owned()), ("DET_MASTER_PORT", port.to_string())]
     {
@@ -257,7 +257,7 @@ mod tests {
     #[test]
     fn master_address_fills_gaps_only() {
         let mut env: BTreeMap<String, String> = [("DET_MASTER".to_string(), "http://elsewhere:1".to_string())].into();
-        add_master_address(&mut env, "10.0.0.2", 8080);
+        add_master_address(&mut env, &crate::master_tls::MasterTls::default(), "10.0.0.2", 8080);
         assert_eq!(env["DET_MASTER"], "http://elsewhere:1");
         assert_eq!(env["DET_MASTER_HOST"], "10.0.0.2");
         assert_eq!(env["DET_MASTER_PORT"], "8080");

@@ -57,6 +57,18 @@ pub struct RunArgs {
     /// keep task work dirs after tasks end (for debugging)
     #[arg(long, env = "DET_KEEP_WORK_DIRS")]
     pub keep_work_dirs: bool,
+    /// connect to the master over TLS (wss://); tasks reach it over https://
+    #[arg(long, env = "DET_SECURITY_TLS_ENABLED")]
+    pub security_tls_enabled: bool,
+    /// accept any certificate from the master (not recommended)
+    #[arg(long, env = "DET_SECURITY_TLS_SKIP_VERIFY")]
+    pub security_tls_skip_verify: bool,
+    /// PEM file of the master's certificate (or its CA) to trust
+    #[arg(long, value_name = "FILE", env = "DET_SECURITY_TLS_MASTER_CERT")]
+    pub security_tls_master_cert: Option<PathBuf>,
+    /// the name the master's certificate carries, when not master_host
+    #[arg(long, env = "DET_SECURITY_TLS_MASTER_CERT_NAME")]
+    pub security_tls_master_cert_name: Option<String>,
 }
 
 /// The configuration: the file, then the flags; validated.
@@ -113,6 +125,15 @@ pub fn load_config(args: &RunArgs) -> Result<AgentConfig, CliError> {
         config.security.agent_secret = None;
     }
     config.keep_work_dirs |= args.keep_work_dirs;
+    let tls = &mut config.security.tls;
+    tls.enabled |= args.security_tls_enabled;
+    tls.skip_verify |= args.security_tls_skip_verify;
+    if let Some(cert) = &args.security_tls_master_cert {
+        tls.master_cert = Some(cert.clone());
+    }
+    if let Some(name) = &args.security_tls_master_cert_name {
+        tls.master_cert_name = Some(name.clone());
+    }
     config.validate().map_err(|e| invalid(e.to_string()))?;
     Ok(config)
 }

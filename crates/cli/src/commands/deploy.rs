@@ -64,6 +64,10 @@ pub struct ClusterUpArgs {
     /// port to expose master on
     #[arg(long, default_value_t = 8080)]
     master_port: u16,
+    /// address the master listens on (default 127.0.0.1, this host only, unless the master config
+    /// or DET_LISTEN_ADDRESS says otherwise; 0.0.0.0 accepts other hosts)
+    #[arg(long, value_name = "ADDRESS")]
+    listen_address: Option<String>,
     /// name for the cluster (sets the master's cluster_name)
     #[arg(long)]
     cluster_name: Option<String>,
@@ -200,6 +204,23 @@ fn master_args(paths: &Paths, args: &ClusterUpArgs) -> Result<Vec<String>, CliEr
         Ok(())
     };
     set("port", args.master_port.to_string())?;
+    let file: Option<serde_json::Value> =
+        args.master_config_path.as_deref().and_then(|p| serde_norway::from_str(&fs::read_to_string(p).unwrap_or_default()).ok());
+    // The probes and the agents started here speak plain HTTP; say so instead of timing out.
+    let tls_in_file = file.as_ref().is_some_and(|v| v.pointer("/security/tls/cert").is_some_and(|c| !c.is_null()));
+    if tls_in_file || std::env::var_os("DET_SECURITY_TLS_CERT").is_some() {
+        return Err(CliError::msg(
+            "det deploy local cluster-up does not set up TLS (security.tls.cert is set); run 'det master run' with \
+             security.tls and 'det agent run --security-tls-enabled --security-tls-master-cert FILE' instead (README, TLS)",
+        ));
+    }
+    // A local cluster is reachable from this host only unless someone asked for more.
+    let configured = std::env::var_os("DET_LISTEN_ADDRESS").is_some() || file.as_ref().is_some_and(|v| v.get("listen_address").is_some());
+    match &args.listen_address {
+        Some(address) => set("listen_address", address.clone())?,
+        None if !configured => set("listen_address", "127.0.0.1".to_owned())?,
+        None => {}
+    }
     set("data_dir", paths.data_dir.display().to_string())?;
     // Its agents (and only they) join with the cluster's generated secret.
     set("security.agent_secret_file", local_agents::ensure_agent_secret(paths)?.display().to_string())?;
@@ -301,4 +322,53 @@ fn absolute(path: &Path) -> Result<PathBuf, CliError> {
 
 fn io_msg(path: &Path, e: std::io::Error) -> CliError {
     CliError::msg(format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        up: ClusterUpArgs,
+    }
+
+    fn args_for(flags: &[&str]) -> Vec<String> {
+        let cli = Cli::try_parse_from(std::iter::once("cluster-up").chain(flags.iter().copied())).unwrap();
+        let dir = PathBuf::from("/tmp/resolute-deploy-test");
+        let paths = Paths { data_dir: dir.join("data"), pid_file: dir.join("pid"), log_file: dir.join("log") };
+        master_args(&paths, &cli.up).unwrap()
+    }
+
+    fn listen_address(args: &[String]) -> Option<&str> {
+        args.iter().position(|a| a == "--listen-address").map(|i| args[i + 1].as_str())
+    }
+
+    #[test]
+    fn a_local_cluster_listens_on_loopback_unless_told_otherwise() {
+        if std::env::var_os("DET_LISTEN_ADDRESS").is_some() {
+            return; // the variable is what decides then
+        }
+        assert_eq!(listen_address(&args_for(&[])), Some("127.0.0.1"));
+        assert_eq!(listen_address(&args_for(&["--listen-address", "0.0.0.0"])), Some("0.0.0.0"));
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("master.yaml");
+        std::fs::write(&config, "listen_address: 10.0.0.5\n").unwrap();
+        let from_file = args_for(&["--master-config-path", config.to_str().unwrap()]);
+        assert_eq!(listen_address(&from_file), None, "the file's listen_address stands: {from_file:?}");
+    }
+
+    #[test]
+    fn a_tls_master_config_is_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("master.yaml");
+        std::fs::write(&config, "security:\n  tls:\n    cert: /c.pem\n    key: /k.pem\n").unwrap();
+        let cli = Cli::try_parse_from(["cluster-up", "--master-config-path", config.to_str().unwrap()]).unwrap();
+        let paths = Paths { data_dir: dir.path().join("data"), pid_file: dir.path().join("pid"), log_file: dir.path().join("log") };
+        let err = master_args(&paths, &cli.up).unwrap_err().to_string();
+        assert!(err.contains("does not set up TLS") && err.contains("security.tls"), "{err}");
+    }
 }

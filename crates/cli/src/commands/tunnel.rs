@@ -13,6 +13,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 use crate::auth_store::TokenStore;
 use crate::error::CliError;
+use crate::master_tls::MasterCert;
 use crate::session;
 use crate::url::canonicalize_master_url;
 
@@ -25,11 +26,18 @@ pub struct TunnelArgs {
     /// log in (possibly prompting) instead of using a cached token only
     #[arg(long)]
     pub auth: bool,
+    /// PEM file of the master's certificate to trust, or `noverify` (instead of DET_MASTER_CERT_FILE)
+    #[arg(long)]
+    pub cert_file: Option<String>,
+    /// the name the master's certificate carries, when not its host name (instead of DET_MASTER_CERT_NAME)
+    #[arg(long)]
+    pub cert_name: Option<String>,
 }
 
 /// Connects, then copies until the master closes the websocket; end of stdin closes it from our
 /// side. Only stdout carries tunnel bytes, so everything else goes to stderr.
 pub fn run(args: &TunnelArgs, user: Option<&str>) -> Result<(), CliError> {
+    let tls_error = |e: resolute_tls::TlsError| CliError::Client(e.into());
     let master = canonicalize_master_url(&args.master_url)?;
     let token = token(&master, user, args.auth)?;
     let url = format!("ws{}/proxy/{}/", master.trim_start_matches("http"), args.service_uuid);
@@ -37,7 +45,12 @@ pub fn run(args: &TunnelArgs, user: Option<&str>) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::msg(format!("cannot start the tunnel: {e}")))?;
-    runtime.block_on(pipe(&url, token.as_deref()))
+    let tls = if args.cert_file.is_some() || args.cert_name.is_some() {
+        MasterCert::explicit(args.cert_file.as_deref(), args.cert_name.as_deref()).and_then(|c| c.client_config()).map_err(tls_error)?
+    } else {
+        crate::master_tls::config_for(&master).map_err(tls_error)?
+    };
+    runtime.block_on(pipe(&url, token.as_deref(), tls))
 }
 
 /// The session token for the proxy: a cached or task-provided one; a login only with `--auth`,
@@ -55,14 +68,15 @@ fn token(master: &str, user: Option<&str>, auth: bool) -> Result<Option<String>,
     Ok(store.token(&user).map(str::to_owned))
 }
 
-async fn pipe(url: &str, token: Option<&str>) -> Result<(), CliError> {
+async fn pipe(url: &str, token: Option<&str>, tls: std::sync::Arc<rustls::ClientConfig>) -> Result<(), CliError> {
     let failed = |e: &dyn std::fmt::Display| CliError::msg(format!("Connection to {url} failed: {e}"));
     let mut request = url.into_client_request().map_err(|e| failed(&e))?;
     if let Some(token) = token {
         let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| failed(&e))?;
         request.headers_mut().insert("Authorization", value);
     }
-    let (ws, _) = tokio_tungstenite::connect_async_with_config(request, None, true).await.map_err(|e| failed(&e))?;
+    let connector = tokio_tungstenite::Connector::Rustls(tls);
+    let (ws, _) = tokio_tungstenite::connect_async_tls_with_config(request, None, true, Some(connector)).await.map_err(|e| failed(&e))?;
     let (mut sink, mut stream) = ws.split();
 
     // stdin is read on its own thread: a blocking read must not stall frames coming back.

@@ -16,6 +16,7 @@ mod fake_endpoints;
 mod fake_master;
 mod ntsc;
 mod preview;
+mod tls;
 mod tunnel;
 
 const DET: &str = env!("CARGO_BIN_EXE_det");
