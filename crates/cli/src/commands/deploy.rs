@@ -338,8 +338,9 @@ mod tests {
 
     fn args_for(flags: &[&str]) -> Vec<String> {
         let cli = Cli::try_parse_from(std::iter::once("cluster-up").chain(flags.iter().copied())).unwrap();
-        let dir = PathBuf::from("/tmp/resolute-deploy-test");
-        let paths = Paths { data_dir: dir.join("data"), pid_file: dir.join("pid"), log_file: dir.join("log") };
+        // `master_args` writes the cluster's agent secret into the data dir.
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths { data_dir: dir.path().to_path_buf(), pid_file: dir.path().join("pid"), log_file: dir.path().join("log") };
         master_args(&paths, &cli.up).unwrap()
     }
 
