@@ -187,7 +187,8 @@ class UnprivilegedAgent(Agent):
         cmd = ["setpriv", f"--reuid={AGENT_UID}", f"--regid={AGENT_UID}", "--clear-groups", str(binary), "agent", "run",
                "--master-host", "127.0.0.1", "--master-port", str(master.port), "--artificial-slots", "2",
                "--python", "/bin/sh", "--work-root", str(work_root / "work"), "--agent-id", "unprivileged"]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work_root / "work")}
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work_root / "work"),
+               "DET_SECURITY_AGENT_SECRET": master.agent_secret}
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, cwd=work_root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 

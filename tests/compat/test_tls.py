@@ -66,6 +66,9 @@ class TlsMaster:
         config = workdir / "master.yaml"
         config.write_text(f"port: {self.port}\nlisten_address: 127.0.0.1\nsecurity:\n  tls:\n    cert: {self.cert}\n    key: {key}\n")
         self.env = {k: v for k, v in os.environ.items() if k not in DB_ENV_VARS}
+        # As conftest's Master(tasks_as_root=True): the trials write under pytest's 0700 temp dirs.
+        for key, value in [("UID", "0"), ("GID", "0"), ("USER", "root"), ("GROUP", "root")]:
+            self.env[f"DET_SECURITY_DEFAULT_TASK_USER_{key}"] = value
         self.db = compat_db()
         if self.db == "postgres":
             self.env.update(create_pg_database())
@@ -136,7 +139,7 @@ def start_agent(master: TlsMaster, workdir: Path, cert: Path, *extra: str) -> Tu
 
 def test_an_agent_with_the_wrong_certificate_is_refused(tls_master: TlsMaster, tmp_path: Path) -> None:
     wrong, _ = make_cert(tmp_path, "wrong")
-    proc, log_path = start_agent(tls_master, tmp_path / "agent", wrong, "--agent-reconnect-attempts", "0")
+    proc, log_path = start_agent(tls_master, tmp_path / "agent", wrong, "--agent-reconnect-attempts", "1")
     assert proc.wait(timeout=60) != 0
     log = log_path.read_text()
     assert "certificate is not trusted" in log and "security.tls.master_cert" in log, log
