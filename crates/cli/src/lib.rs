@@ -10,6 +10,7 @@ pub mod error;
 pub mod local_process;
 pub mod log_stream;
 pub mod master_tls;
+pub mod memory;
 pub mod output;
 pub mod password;
 pub mod prompt;

@@ -63,6 +63,10 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     init_tracing(&config.log.level);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // An idle worker gives back what it freed (see `memory.rs`).
+        .on_thread_park(|| {
+            crate::memory::collect_when_idle();
+        })
         .build()
         .map_err(|e| CliError::msg(format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(resolute_master::run(config)).map_err(|e| CliError::msg(format!("master stopped with an error: {e}")))
