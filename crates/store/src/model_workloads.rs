@@ -11,8 +11,8 @@ pub struct WorkloadFilter {
     /// The metric groups to include (live reports only); empty for none.
     pub groups: Vec<String>,
     pub include_checkpoints: bool,
-    /// Leave out checkpoints in `STATE_DELETED`.
-    pub skip_deleted_checkpoints: bool,
+    /// Leave out checkpoints in this state (the caller's typed state, as stored).
+    pub skip_checkpoint_state: Option<String>,
     /// Order by this metric of the reports of `sort_group` (others go last, by batches);
     /// `None` orders by batches.
     pub sort_metric: Option<String>,

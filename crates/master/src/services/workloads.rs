@@ -9,6 +9,7 @@ use resolute_store::{
 
 use super::ListPage;
 use super::paging::{MAX_PAGE_SIZE, page_limit, page_window};
+use crate::domain::CheckpointState;
 use crate::error::ApiResult;
 
 /// One workload.
@@ -61,7 +62,7 @@ impl WorkloadQuery {
         WorkloadFilter {
             groups,
             include_checkpoints: self.kinds != WorkloadKinds::Validations,
-            skip_deleted_checkpoints: self.remove_deleted_checkpoints,
+            skip_checkpoint_state: self.remove_deleted_checkpoints.then(|| CheckpointState::Deleted.as_str().to_owned()),
             sort_metric: self.sort_metric.clone().filter(|m| !m.is_empty() && m != "batches"),
             sort_group: if self.sort_metric_training { TRAINING_GROUP } else { VALIDATION_GROUP }.to_owned(),
             descending: self.descending,

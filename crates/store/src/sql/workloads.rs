@@ -16,7 +16,6 @@ use crate::model_metrics::{MetricRecord, VALIDATION_GROUP};
 use crate::model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
 
 /// The stored state of a deleted checkpoint.
-const CHECKPOINT_DELETED: &str = "STATE_DELETED";
 
 /// Bound ids per `IN (...)` list when reading the page's rows whole.
 const IDS_PER_STATEMENT: usize = 200;
@@ -74,10 +73,10 @@ impl SqlStore {
         } else {
             format!("m.trial_id = {trial} AND m.archived = FALSE AND m.metric_group IN ({})", args.push_list(f.groups.iter()))
         };
-        let checkpoints_where = match (f.include_checkpoints, f.skip_deleted_checkpoints) {
+        let checkpoints_where = match (f.include_checkpoints, &f.skip_checkpoint_state) {
             (false, _) => "FALSE".to_owned(),
-            (true, false) => format!("c.trial_id = {trial}"),
-            (true, true) => format!("c.trial_id = {trial} AND c.state <> {}", args.push(CHECKPOINT_DELETED)),
+            (true, None) => format!("c.trial_id = {trial}"),
+            (true, Some(state)) => format!("c.trial_id = {trial} AND c.state <> {}", args.push(state.as_str())),
         };
         let count_sql = format!(
             "SELECT (SELECT COUNT(*) FROM metrics m WHERE {metrics_where}) + (SELECT COUNT(*) FROM checkpoints c WHERE {checkpoints_where})"

@@ -84,8 +84,13 @@ pub async fn workloads_are_paged_in_the_database(store: &dyn Store) {
     let validations = WorkloadFilter { groups: vec![VALIDATION_GROUP.to_owned()], include_checkpoints: false, ..all(2) };
     let page = store.trial_workloads(t.id, &validations).await.unwrap();
     assert_eq!((page.total, shape(&page)), (N / 100, vec![('v', 100), ('v', 200)]));
-    let either =
-        WorkloadFilter { include_checkpoints: true, skip_deleted_checkpoints: true, offset: 19, limit: Some(3), ..validations.clone() };
+    let either = WorkloadFilter {
+        include_checkpoints: true,
+        skip_checkpoint_state: Some("STATE_DELETED".to_owned()),
+        offset: 19,
+        limit: Some(3),
+        ..validations.clone()
+    };
     let page = store.trial_workloads(t.id, &either).await.unwrap();
     assert_eq!((page.total, shape(&page)), (N / 100 + 4, vec![('v', 1900), ('v', 2000), ('v', 2100)]), "ckpt-2000 is deleted");
 
