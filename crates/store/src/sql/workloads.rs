@@ -15,8 +15,6 @@ use crate::error::StoreResult;
 use crate::model_metrics::{MetricRecord, VALIDATION_GROUP};
 use crate::model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
 
-/// The stored state of a deleted checkpoint.
-
 /// Bound ids per `IN (...)` list when reading the page's rows whole.
 const IDS_PER_STATEMENT: usize = 200;
 
