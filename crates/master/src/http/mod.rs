@@ -27,6 +27,7 @@ mod searcher_state;
 mod tasks;
 mod templates;
 mod trial_metrics;
+mod trial_time_series;
 mod users;
 mod workloads;
 mod workspaces;
@@ -90,6 +91,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/experiments/{id}/searcher/state", get(searcher_state::searcher_state))
         .route("/api/v1/trials/{id}", get(experiment_items::trial))
         .route("/api/v1/trials/{id}/checkpoints", get(experiment_items::trial_checkpoints))
+        .route("/api/v1/trials/time-series", get(trial_time_series::compare_trials))
         .route("/api/v1/trials/metrics/trial_metrics", get(trial_metrics::trial_metrics))
         .route("/api/v1/trials/metrics/training_metrics", get(trial_metrics::training_metrics))
         .route("/api/v1/trials/metrics/validation_metrics", get(trial_metrics::validation_metrics))

@@ -105,6 +105,7 @@ use utoipa::{Modify, OpenApi};
         super::trial_metrics::trial_metrics,
         super::trial_metrics::training_metrics,
         super::trial_metrics::validation_metrics,
+        super::trial_time_series::compare_trials,
         super::agents::list,
         super::agents::get,
         super::agents::slots,
