@@ -13,6 +13,8 @@ mod extract;
 mod generic_tasks;
 mod info;
 mod logs;
+mod master_config;
+mod master_logs;
 mod ndjson;
 mod openapi;
 #[cfg(test)]
@@ -60,6 +62,8 @@ fn routes() -> Router<AppState> {
     Router::new()
         .route("/info", get(info::info))
         .route("/api/v1/master", get(info::get_master))
+        .route("/api/v1/master/config", get(master_config::get_master_config))
+        .route("/api/v1/master/logs", get(master_logs::master_logs))
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/logout", post(auth::logout))
         .route("/api/v1/auth/user", get(auth::current_user))

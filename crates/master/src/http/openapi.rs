@@ -12,6 +12,8 @@ use utoipa::{Modify, OpenApi};
     paths(
         super::info::info,
         super::info::get_master,
+        super::master_config::get_master_config,
+        super::master_logs::master_logs,
         super::preview::preview_hp_search,
         super::searcher_state::searcher_state,
         super::auth::login,
