@@ -163,6 +163,9 @@ struct Args {
     /// `time-series`: training reports per trial.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
     ts_points: u64,
+    /// `time-series`: one-trial requests measured (a tenth as many all-trial requests).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(10..=100_000))]
+    ts_requests: u64,
     /// `proxy`: size of the large streamed response, in MB.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     proxy_mb: u64,
@@ -202,7 +205,7 @@ async fn main() -> Result<()> {
             continue;
         }
         if mode == Mode::TimeSeries {
-            time_series::run(args.ts_trials as usize, args.ts_points as usize, 200, 20).await?.print();
+            time_series::run(args.ts_trials as usize, args.ts_points as usize, args.ts_requests as usize, args.ts_requests as usize / 10).await?.print();
             continue;
         }
         let db = match args.db {
