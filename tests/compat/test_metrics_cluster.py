@@ -97,3 +97,32 @@ def test_master_config_and_logs(det: DetCli, master: Master) -> None:
     lines = [line for line in out.splitlines() if line.strip()]
     assert 0 < len(lines) <= 5, out
     assert all(line.split(" ", 1)[1].startswith(("[INFO]", "[WARNING]", "[ERROR]", "[DEBUG]")) for line in lines), out
+
+
+def _lines(out: str) -> list:
+    """The log lines the CLI printed (not its "stream ended" trailer)."""
+    return [line for line in out.splitlines() if line.startswith("[")]
+
+
+def test_trial_logs_fields(master: Master, reported_trial: int) -> None:
+    d = sdk(master)
+    first = next(iter(bindings.get_TrialLogsFields(d._session, trialId=reported_trial)))
+    assert first.agentIds and first.containerIds, first.to_json()
+
+
+def test_trial_logs_filters(det: DetCli, reported_trial: int) -> None:
+    tid = str(reported_trial)
+    everything = _lines(det.ok("trial", "logs", tid))
+    assert any("metrics-compat reported" in line for line in everything), everything
+    assert len(everything) >= 4, everything
+    assert _lines(det.ok("trial", "logs", tid, "--head", "3")) == everything[:3]
+    assert _lines(det.ok("trial", "logs", tid, "--tail", "2")) == everything[-2:]
+    assert _lines(det.ok("trial", "logs", tid, "--timestamp-after", "2999-01-01T00:00:00Z")) == []
+    assert _lines(det.ok("trial", "logs", tid, "--timestamp-before", "2000-01-01T00:00:00Z")) == []
+    assert _lines(det.ok("trial", "logs", tid, "--timestamp-before", "2999-01-01T00:00:00Z")) == everything
+    errors = _lines(det.ok("trial", "logs", tid, "--level", "ERROR"))
+    assert not any("metrics-compat reported" in line for line in errors), errors
+    assert _lines(det.ok("trial", "logs", tid, "--rank-id", "7")) == []
+    assert _lines(det.ok("trial", "logs", tid, "--container-id", "no-such-container")) == []
+    stdout_only = _lines(det.ok("trial", "logs", tid, "--stdtype", "stdout"))
+    assert any("metrics-compat reported" in line for line in stdout_only), stdout_only
