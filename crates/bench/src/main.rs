@@ -205,7 +205,9 @@ async fn main() -> Result<()> {
             continue;
         }
         if mode == Mode::TimeSeries {
-            time_series::run(args.ts_trials as usize, args.ts_points as usize, args.ts_requests as usize, args.ts_requests as usize / 10).await?.print();
+            time_series::run(args.ts_trials as usize, args.ts_points as usize, args.ts_requests as usize, args.ts_requests as usize / 10)
+                .await?
+                .print();
             continue;
         }
         let db = match args.db {
