@@ -23,6 +23,7 @@ pub mod searcher_state;
 pub mod task_type;
 pub mod tasks;
 pub mod templates;
+pub mod time_series;
 pub mod trials;
 pub mod users;
 mod wire_enum;

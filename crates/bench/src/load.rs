@@ -41,6 +41,10 @@ impl EndpointStats {
 pub struct Latencies(Vec<u32>);
 
 impl Latencies {
+    pub fn count(&self) -> usize {
+        self.0.len()
+    }
+
     pub fn from_durations(samples: &[Duration]) -> Self {
         Self::from_micros(samples.iter().map(|d| d.as_micros().min(u32::MAX as u128) as u32).collect())
     }

@@ -30,6 +30,7 @@ mod master;
 mod metrics;
 mod proxy;
 mod soak;
+mod time_series;
 mod trials;
 mod workloads;
 
@@ -71,6 +72,8 @@ enum Mode {
     Soak,
     /// `GET …/workloads?limit=10` on a trial with `--reports` reports (not in `all`).
     Workloads,
+    /// `GET /api/v1/trials/time-series` over `--ts-trials` trials of `--ts-points` reports, in process (not in `all`).
+    TimeSeries,
     /// All of the above but `soak`, in order.
     All,
 }
@@ -154,6 +157,15 @@ struct Args {
     /// connections after 30 s, checked every 30 s).
     #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u64).range(0..=600))]
     settle: u64,
+    /// `time-series`: trials seeded.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    ts_trials: u64,
+    /// `time-series`: training reports per trial.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+    ts_points: u64,
+    /// `time-series`: one-trial requests measured (a tenth as many all-trial requests).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(10..=100_000))]
+    ts_requests: u64,
     /// `proxy`: size of the large streamed response, in MB.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     proxy_mb: u64,
@@ -184,12 +196,18 @@ async fn main() -> Result<()> {
         }
     }
     // The proxy mode runs its master in process; the others measure `det master run`.
-    if modes.iter().any(|m| *m != Mode::Proxy) && !args.det.exists() {
+    if modes.iter().any(|m| *m != Mode::Proxy && *m != Mode::TimeSeries) && !args.det.exists() {
         bail!("{} not found; build it with `cargo build --release -p resolute-cli -p resolute-bench`", args.det.display());
     }
     for mode in modes {
         if mode == Mode::Proxy {
             proxy::run(args.proxy_requests as usize, args.proxy_mb).await?.print();
+            continue;
+        }
+        if mode == Mode::TimeSeries {
+            time_series::run(args.ts_trials as usize, args.ts_points as usize, args.ts_requests as usize, args.ts_requests as usize / 10)
+                .await?
+                .print();
             continue;
         }
         let db = match args.db {
@@ -248,7 +266,7 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
             soak::run(&http, &master, &token, plan).await.map(|r| r.print())
         }
         Mode::Workloads => workloads::run(&http, &master, &token, args.reports, seconds).await.map(|r| r.print()),
-        Mode::Http | Mode::Proxy | Mode::All => Ok(()),
+        Mode::Http | Mode::Proxy | Mode::TimeSeries | Mode::All => Ok(()),
     };
     let outcome = outcome.with_context(|| format!("master log:\n{}", master::tail(&master.log)));
     eprintln!("master RSS at the end: {:.1} MiB", master.rss_kib().unwrap_or(0) as f64 / 1024.0);

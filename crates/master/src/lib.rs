@@ -10,6 +10,7 @@ pub mod config;
 pub mod domain;
 mod error;
 mod http;
+pub mod master_logs;
 pub mod services;
 mod state;
 mod tls_listener;

@@ -79,5 +79,12 @@ fn init_tracing(level: &str) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
     // No colour codes in `det deploy local`'s master.log.
     let ansi = std::io::stderr().is_terminal();
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
+    // The same lines also go to the ring `det master logs` reads.
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi))
+        .with(resolute_master::master_logs::layer())
+        .try_init();
 }

@@ -90,7 +90,7 @@ pub fn trial(t: TrialRecord, latest_validation: Option<MetricRecord>) -> Trial {
         runner_state: t.runner_state,
         task_ids: vec![t.task_id.clone()],
         task_id: t.task_id,
-        summary_metrics: t.summary_metrics,
+        summary_metrics: upstream_summary(t.summary_metrics),
         warm_start_checkpoint_uuid: None,
         end_reason: t.end_reason,
     }
@@ -127,4 +127,25 @@ pub fn checkpoint(view: CheckpointView) -> Checkpoint {
 /// The `pagination` of a list response for a request's `offset`/`limit`.
 pub fn pagination<T>(offset: i32, limit: i32, page: &ListPage<T>) -> Pagination {
     Pagination { offset, limit, start_index: int32(page.start), end_index: int32(page.end), total: int32(page.total) }
+}
+
+/// The stored summary (`{"<group>": {...}}`) under upstream's keys: training under `avg_metrics`,
+/// validation under `validation_metrics`, custom groups under their own name.
+pub fn upstream_summary(summary: Value) -> Value {
+    match summary {
+        Value::Object(groups) => Value::Object(
+            groups
+                .into_iter()
+                .map(|(group, metrics)| {
+                    let key = match group.as_str() {
+                        resolute_store::TRAINING_GROUP => "avg_metrics".to_owned(),
+                        resolute_store::VALIDATION_GROUP => "validation_metrics".to_owned(),
+                        _ => group,
+                    };
+                    (key, metrics)
+                })
+                .collect(),
+        ),
+        other => other,
+    }
 }

@@ -13,6 +13,8 @@ mod extract;
 mod generic_tasks;
 mod info;
 mod logs;
+mod master_config;
+mod master_logs;
 mod ndjson;
 mod openapi;
 #[cfg(test)]
@@ -27,6 +29,7 @@ mod searcher_state;
 mod tasks;
 mod templates;
 mod trial_metrics;
+mod trial_time_series;
 mod users;
 mod workloads;
 mod workspaces;
@@ -59,6 +62,8 @@ fn routes() -> Router<AppState> {
     Router::new()
         .route("/info", get(info::info))
         .route("/api/v1/master", get(info::get_master))
+        .route("/api/v1/master/config", get(master_config::get_master_config))
+        .route("/api/v1/master/logs", get(master_logs::master_logs))
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/logout", post(auth::logout))
         .route("/api/v1/auth/user", get(auth::current_user))
@@ -90,6 +95,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/experiments/{id}/searcher/state", get(searcher_state::searcher_state))
         .route("/api/v1/trials/{id}", get(experiment_items::trial))
         .route("/api/v1/trials/{id}/checkpoints", get(experiment_items::trial_checkpoints))
+        .route("/api/v1/trials/time-series", get(trial_time_series::compare_trials))
         .route("/api/v1/trials/metrics/trial_metrics", get(trial_metrics::trial_metrics))
         .route("/api/v1/trials/metrics/training_metrics", get(trial_metrics::training_metrics))
         .route("/api/v1/trials/metrics/validation_metrics", get(trial_metrics::validation_metrics))

@@ -12,6 +12,8 @@ use utoipa::{Modify, OpenApi};
     paths(
         super::info::info,
         super::info::get_master,
+        super::master_config::get_master_config,
+        super::master_logs::master_logs,
         super::preview::preview_hp_search,
         super::searcher_state::searcher_state,
         super::auth::login,
@@ -105,6 +107,7 @@ use utoipa::{Modify, OpenApi};
         super::trial_metrics::trial_metrics,
         super::trial_metrics::training_metrics,
         super::trial_metrics::validation_metrics,
+        super::trial_time_series::compare_trials,
         super::agents::list,
         super::agents::get,
         super::agents::slots,

@@ -159,7 +159,7 @@ pub async fn trials_and_checkpoints(m: &TestMaster) {
     }
     assert_eq!(trials[0]["totalBatchesProcessed"], 200);
     assert_eq!(trials[0]["hparams"], json!({"lr": 0.1}));
-    assert_eq!(trials[0]["summaryMetrics"]["validation"]["accuracy"]["max"], 0.9);
+    assert_eq!(trials[0]["summaryMetrics"]["validation_metrics"]["accuracy"]["max"], 0.9, "upstream's summary keys");
     let active = m.get(&format!("/api/v1/experiments/{id}/trials?states=STATE_ACTIVE&states=STATE_PAUSED"), Some(&admin)).await;
     assert_eq!(active.body["trials"][0]["id"], t2.id, "{}", active.text);
     assert_eq!(active.body["pagination"]["total"], 1);

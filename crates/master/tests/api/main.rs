@@ -15,6 +15,7 @@ mod info;
 mod input_limits;
 mod list_bounds;
 mod logs;
+mod master_cluster;
 mod master_restart;
 mod metrics_ingest;
 #[path = "../../../store/tests/support/pg_databases.rs"]
@@ -30,6 +31,7 @@ mod sessions;
 mod task_users;
 mod tasks;
 mod tensorboards;
+mod trial_time_series;
 mod users;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
@@ -88,6 +90,9 @@ async fn agents_without_the_join_secret_are_refused() {
 }
 harness::api_test!(runtime_trials::metrics_are_stored_rolled_back_and_searched);
 harness::api_test!(metrics_ingest::concurrent_reports_are_stored_exactly_once);
+harness::api_test!(trial_time_series::compare_trials_downsamples_out_of_order_reports);
+harness::api_test!(master_cluster::master_config_is_admin_only_and_redacted);
+harness::api_test!(master_cluster::master_logs_tail_and_follow);
 harness::api_test!(metrics_ingest::remembered_token_stops_when_its_allocation_ends);
 harness::api_test!(runtime_trials::progress_early_exit_runner_state_and_kill);
 harness::api_test!(runtime_checkpoints::report_get_and_patch_round_trip);

@@ -1,0 +1,75 @@
+//! `GET /api/v1/trials/time-series` (upstream `CompareTrials`): trials' metric series, downsampled,
+//! side by side. Used by the WebUI's comparison charts and by scripts through the bindings.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::trials::Trial;
+
+/// Query parameters of `GET /api/v1/trials/time-series`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct CompareTrialsQuery {
+    /// The trials to compare (repeat the key for several).
+    #[serde(default)]
+    pub trial_ids: Vec<i32>,
+    /// Points per series at most after downsampling (0 or absent: 1000).
+    #[serde(default)]
+    pub max_datapoints: Option<i32>,
+    /// Metric names to return; with `group`/`metricType` they name metrics of that group.
+    #[serde(default)]
+    pub metric_names: Vec<String>,
+    /// Metrics as `group.name` (e.g. `validation.accuracy`).
+    #[serde(default)]
+    pub metric_ids: Vec<String>,
+    /// Legacy form of `group`: `METRIC_TYPE_TRAINING` or `METRIC_TYPE_VALIDATION`.
+    #[serde(default)]
+    pub metric_type: Option<String>,
+    /// The metric group (`training`, `validation` or a custom one).
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Only reports at or after this batch.
+    #[serde(default)]
+    pub start_batches: Option<i32>,
+    /// Only reports at or before this batch.
+    #[serde(default)]
+    pub end_batches: Option<i32>,
+}
+
+/// `v1DataPoint`: one report of a series.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct DataPoint {
+    pub batches: i32,
+    /// RFC 3339 report time.
+    pub time: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<f64>,
+    /// Metric name → value, for the requested metrics this report has.
+    #[schema(value_type = Object)]
+    pub values: Map<String, Value>,
+}
+
+/// `v1DownsampledMetrics`: one group's series of a trial.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct DownsampledMetrics {
+    pub data: Vec<DataPoint>,
+    pub group: String,
+    /// `METRIC_TYPE_TRAINING`, `METRIC_TYPE_VALIDATION`, or `METRIC_TYPE_UNSPECIFIED` for custom groups.
+    #[serde(rename = "type")]
+    pub metric_type: String,
+}
+
+/// `v1ComparableTrial`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct ComparableTrial {
+    pub trial: Trial,
+    pub metrics: Vec<DownsampledMetrics>,
+}
+
+/// `v1CompareTrialsResponse`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct CompareTrialsResponse {
+    pub trials: Vec<ComparableTrial>,
+}
