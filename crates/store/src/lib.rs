@@ -141,6 +141,8 @@ pub trait Store: Send + Sync + 'static {
     async fn set_trial_runner_state(&self, id: i32, runner_state: &str) -> StoreResult<()>;
     async fn set_trial_progress(&self, id: i32, progress: Option<f64>) -> StoreResult<()>;
     async fn set_trial_end_reason(&self, id: i32, reason: Option<&str>) -> StoreResult<()>;
+    /// Records the checkpoint the trial starts from (a warm start; `sql/trial_warm_start.rs`).
+    async fn set_trial_warm_start(&self, id: i32, checkpoint_uuid: &str) -> StoreResult<()>;
 
     // ---- metrics ----
 

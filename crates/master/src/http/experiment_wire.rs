@@ -91,7 +91,7 @@ pub fn trial(t: TrialRecord, latest_validation: Option<MetricRecord>) -> Trial {
         task_ids: vec![t.task_id.clone()],
         task_id: t.task_id,
         summary_metrics: t.summary_metrics,
-        warm_start_checkpoint_uuid: None,
+        warm_start_checkpoint_uuid: t.warm_start_checkpoint_uuid,
         end_reason: t.end_reason,
     }
 }

@@ -31,6 +31,7 @@ mod task_users;
 mod tasks;
 mod tensorboards;
 mod users;
+mod warm_starts;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
 harness::api_test!(info::master_endpoint_is_camel_case);
@@ -78,6 +79,8 @@ harness::api_test!(cluster_loop::single_trial_runs_to_completion);
 harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
 harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
 harness::api_test!(cluster_loop::kill_stops_the_process);
+harness::api_test!(warm_starts::trials_start_from_the_source_checkpoint);
+harness::api_test!(warm_starts::unknown_sources_are_refused_at_create);
 harness::api_test!(cluster_loop::duplicate_agent_id_is_refused);
 harness::api_test!(cluster_loop::remote_agents_need_a_join_secret);
 

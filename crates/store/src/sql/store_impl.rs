@@ -200,6 +200,10 @@ impl Store for SqlStore {
         self.set_trial_end_reason_impl(id, reason).await
     }
 
+    async fn set_trial_warm_start(&self, id: i32, checkpoint_uuid: &str) -> StoreResult<()> {
+        self.set_trial_warm_start_impl(id, checkpoint_uuid).await
+    }
+
     async fn insert_metrics(&self, reports: &[NewMetricReport]) -> StoreResult<()> {
         self.insert_metrics_impl(reports).await
     }
