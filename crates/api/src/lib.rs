@@ -10,6 +10,7 @@ pub mod agent_protocol;
 pub mod checkpoints;
 pub mod commands;
 pub mod error;
+pub mod experiment_bulk;
 pub mod experiments;
 pub mod files;
 pub mod generic_tasks;
