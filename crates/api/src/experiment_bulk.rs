@@ -1,6 +1,6 @@
-//! Bulk experiment actions (`/api/v1/projects/{projectId}/experiments/{pause,activate,cancel,
+//! Experiments over time: bulk experiment actions (`/api/v1/projects/{projectId}/experiments/{pause,activate,cancel,
 //! kill,archive,unarchive,delete}`): the experiments named by id, or every one a filter selects
-//! in the project, each with its own result, as 0.38's `v1*ExperimentsRequest` send them.
+//! in the project, each with its own result, as 0.38's `v1*ExperimentsRequest` send them; and continuing one.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -45,4 +45,21 @@ pub struct ExperimentActionResult {
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct BulkExperimentsResponse {
     pub results: Vec<ExperimentActionResult>,
+}
+
+/// `POST /api/v1/experiments/continue` (`v1ContinueExperimentRequest`): `overrideConfig` is YAML
+/// merged over the experiment's config.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContinueExperimentRequest {
+    pub id: i32,
+    pub override_config: Option<String>,
+}
+
+/// `v1ContinueExperimentResponse`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct ContinueExperimentResponse {
+    pub experiment: crate::experiments::Experiment,
+    #[serde(default)]
+    pub warnings: Vec<crate::experiments::LaunchWarning>,
 }

@@ -5,7 +5,9 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use resolute_api::error::ErrorBody;
-use resolute_api::experiment_bulk::{BulkExperimentsRequest, BulkExperimentsResponse};
+use resolute_api::experiment_bulk::{
+    BulkExperimentsRequest, BulkExperimentsResponse, ContinueExperimentRequest, ContinueExperimentResponse,
+};
 
 use super::AppState;
 use super::experiments::parse_id;
@@ -74,3 +76,17 @@ bulk_route!(kill, post, "/api/v1/projects/{projectId}/experiments/kill", BulkAct
 bulk_route!(archive, post, "/api/v1/projects/{projectId}/experiments/archive", BulkAction::Archive(true), "archive each experiment");
 bulk_route!(unarchive, post, "/api/v1/projects/{projectId}/experiments/unarchive", BulkAction::Archive(false), "unarchive each experiment");
 bulk_route!(delete, delete, "/api/v1/projects/{projectId}/experiments/delete", BulkAction::Delete, "delete each experiment");
+
+/// `det experiment continue` (`services/experiment_continue.rs`).
+#[utoipa::path(post, path = "/api/v1/experiments/continue", tag = "Experiments", request_body = ContinueExperimentRequest,
+    responses((status = 200, body = ContinueExperimentResponse), (status = 400, description = "not finished, nothing to continue, or an invalid override", body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn continue_experiment(
+    State(state): State<AppState>,
+    caller: Principal,
+    JsonBody(req): JsonBody<ContinueExperimentRequest>,
+) -> ApiResult<Json<ContinueExperimentResponse>> {
+    let view = state.experiments.continue_experiment(&caller, req.id, req.override_config.as_deref()).await?;
+    Ok(Json(ContinueExperimentResponse { experiment: super::experiment_wire::experiment(view), warnings: Vec::new() }))
+}

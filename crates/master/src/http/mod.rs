@@ -84,6 +84,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/experiments/{id}/kill", post(experiments::kill))
         .route("/api/v1/experiments/{id}/archive", post(experiments::archive))
         .route("/api/v1/experiments/{id}/unarchive", post(experiments::unarchive))
+        .route("/api/v1/experiments/continue", post(experiment_bulk::continue_experiment))
         .route("/api/v1/projects/{id}/experiments/pause", post(experiment_bulk::pause))
         .route("/api/v1/projects/{id}/experiments/activate", post(experiment_bulk::activate))
         .route("/api/v1/projects/{id}/experiments/cancel", post(experiment_bulk::cancel))

@@ -35,6 +35,7 @@ use utoipa::{Modify, OpenApi};
         super::experiments::kill,
         super::experiments::archive,
         super::experiments::unarchive,
+        super::experiment_bulk::continue_experiment,
         super::experiment_bulk::pause,
         super::experiment_bulk::activate,
         super::experiment_bulk::cancel,

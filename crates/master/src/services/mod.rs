@@ -6,6 +6,7 @@ pub mod checkpoint_storage;
 mod commands;
 mod experiment_bulk;
 mod experiment_changes;
+mod experiment_continue;
 mod experiment_items;
 mod experiments;
 mod fit_check;

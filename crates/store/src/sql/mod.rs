@@ -8,6 +8,7 @@ pub(crate) mod args;
 mod checkpoints;
 mod cluster;
 mod commands;
+mod experiment_continue;
 mod experiments;
 mod lifecycle;
 mod log_group_commit;

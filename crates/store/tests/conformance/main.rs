@@ -6,6 +6,7 @@
 mod bench;
 mod checkpoints;
 mod commands;
+mod experiment_continue;
 mod experiments;
 mod fixtures;
 mod harness;
@@ -56,6 +57,7 @@ harness::conformance!(experiments::archive_labels_patch_and_progress);
 harness::conformance!(experiments::delete_cascades);
 harness::conformance!(trials::create_and_fetch_trial);
 harness::conformance!(trial_warm_start::warm_start_is_recorded_on_the_trial);
+harness::conformance!(experiment_continue::continue_reopens_trials_and_zeroes_restarts);
 harness::conformance!(trials::restart_counters);
 harness::conformance!(trials::state_and_runner_updates);
 harness::conformance!(trials::list_trials_filters_sorts_and_pages);

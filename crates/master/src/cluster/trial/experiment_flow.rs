@@ -362,6 +362,8 @@ impl Orchestrator {
         let target = match exp.state {
             ExperimentState::Active => match exp.search_over {
                 Some(false) => ExperimentState::Completed,
+                // A continued search whose failed trials now completed did not fail.
+                Some(true) if self.any_trial_completed(experiment_id).await? => ExperimentState::Completed,
                 Some(true) => ExperimentState::Error,
                 None => return Ok(()),
             },

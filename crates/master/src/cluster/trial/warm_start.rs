@@ -170,6 +170,19 @@ impl Orchestrator {
     }
 }
 
+impl Orchestrator {
+    /// Whether any trial of the experiment completed (a continued search that failed before).
+    pub(in crate::cluster) async fn any_trial_completed(&self, experiment_id: i32) -> LoopResult<bool> {
+        let filter = resolute_store::TrialFilter {
+            experiment_id,
+            states: vec![crate::domain::TrialState::Completed.as_str().to_owned()],
+            limit: Some(0),
+            ..Default::default()
+        };
+        Ok(self.store.list_trials(&filter).await?.total > 0)
+    }
+}
+
 /// PBT's round length (in the searcher's unit) and number of rounds.
 fn pbt_rounds(method: &MethodConfig) -> Option<(u64, usize)> {
     match method {
