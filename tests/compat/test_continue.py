@@ -88,3 +88,10 @@ def test_continue_trains_a_finished_trial_further(master: Master, agent: Agent, 
     assert sorted(r.id for r in resp.results) == sorted([exp_id, search_id]) and all(r.error == "" for r in resp.results), resp.results
     archived = d._session.get(f"api/v1/experiments/{exp_id}").json()["experiment"]["archived"]
     assert archived is False
+
+    # The runs API: a search's runs refuse pause/resume, a single-trial experiment's run pauses it.
+    search_run = d.get_experiment(search_id).list_trials()[0].id
+    resp = bindings.post_PauseRuns(d._session, body=bindings.v1PauseRunsRequest(runIds=[search_run], projectId=1))
+    assert [(r.id, r.error) for r in resp.results] == [(search_run, f"Cannot pause/unpause run '{search_run}' (part of multi-trial).")]
+    resp = bindings.post_KillRuns(d._session, body=bindings.v1KillRunsRequest(runIds=[trial.id, 999999], projectId=1))
+    assert [r.error for r in resp.results] == ["", "run 999999 not found in project 1"], resp.results

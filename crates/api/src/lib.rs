@@ -19,6 +19,7 @@ pub mod logs;
 pub mod master;
 pub mod pagination;
 pub mod preview;
+pub mod runs;
 pub mod runtime;
 pub mod searcher_state;
 pub mod task_type;

@@ -20,6 +20,7 @@ mod openapi;
 mod openapi_tests;
 mod preview;
 mod proxy;
+mod runs;
 mod runtime_allocations;
 mod runtime_auth;
 mod runtime_checkpoints;
@@ -85,6 +86,9 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/experiments/{id}/archive", post(experiments::archive))
         .route("/api/v1/experiments/{id}/unarchive", post(experiments::unarchive))
         .route("/api/v1/experiments/continue", post(experiment_bulk::continue_experiment))
+        .route("/api/v1/runs/kill", post(runs::kill))
+        .route("/api/v1/runs/pause", post(runs::pause))
+        .route("/api/v1/runs/resume", post(runs::resume))
         .route("/api/v1/projects/{id}/experiments/pause", post(experiment_bulk::pause))
         .route("/api/v1/projects/{id}/experiments/activate", post(experiment_bulk::activate))
         .route("/api/v1/projects/{id}/experiments/cancel", post(experiment_bulk::cancel))

@@ -21,6 +21,7 @@ mod metrics_ingest;
 #[path = "../../../store/tests/support/pg_databases.rs"]
 mod pg_databases;
 mod proxy;
+mod run_actions;
 mod runtime_allocations;
 mod runtime_checkpoints;
 mod runtime_support;
@@ -82,6 +83,7 @@ harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
 harness::api_test!(cluster_loop::kill_stops_the_process);
 harness::api_test!(warm_starts::trials_start_from_the_source_checkpoint);
 harness::api_test!(experiment_bulk::bulk_actions_by_ids_and_by_filter);
+harness::api_test!(run_actions::run_actions_by_id);
 harness::api_test!(warm_starts::unknown_sources_are_refused_at_create);
 harness::api_test!(cluster_loop::duplicate_agent_id_is_refused);
 harness::api_test!(cluster_loop::remote_agents_need_a_join_secret);
