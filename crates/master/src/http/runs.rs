@@ -24,8 +24,8 @@ async fn act(state: &AppState, caller: &Principal, req: RunActionRequest, action
 macro_rules! run_route {
     ($name:ident, $path:literal, $action:expr, $what:literal) => {
         #[utoipa::path(post, path = $path, tag = "Runs", request_body = RunActionRequest,
-                    responses((status = 200, description = $what, body = RunActionResponse), (status = 400, body = ErrorBody)),
-                    security(("bearer" = [])))]
+                            responses((status = 200, description = $what, body = RunActionResponse), (status = 400, body = ErrorBody)),
+                            security(("bearer" = [])))]
         pub async fn $name(
             State(state): State<AppState>,
             caller: Principal,

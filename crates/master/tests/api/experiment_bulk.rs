@@ -87,3 +87,36 @@ pub async fn bulk_actions_by_ids_and_by_filter(m: &TestMaster) {
     let r = m.post("/api/v1/projects/x/experiments/cancel", Some(&admin), json!({"experimentIds": [c]})).await;
     assert_eq!(r.status, 400, "{}", r.text);
 }
+
+/// `POST /api/v1/experiments/continue` refuses what it cannot continue, naming why.
+pub async fn continue_refuses_what_it_cannot_continue(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let paused = create_paused(m, &admin, "continue-paused").await;
+    let r = m.post("/api/v1/experiments/continue", Some(&admin), json!({"id": paused, "overrideConfig": ""})).await;
+    assert_error(&r, 400, "FailedPrecondition");
+    assert_eq!(r.body["error"]["error"], "experiment in non terminal state 'PAUSED', try again later", "{}", r.text);
+    let r = m.post("/api/v1/experiments/continue", Some(&admin), json!({"id": 424_242})).await;
+    assert_eq!(r.status, 404, "{}", r.text);
+    // A finished one: bad overrides are refused with the field.
+    let r = m.post("/api/v1/projects/1/experiments/kill", Some(&admin), json!({"experimentIds": [paused], "projectId": 1})).await;
+    assert_eq!(r.body["results"][0]["error"], "", "{}", r.text);
+    let r = m.post("/api/v1/experiments/continue", Some(&admin), json!({"id": paused, "overrideConfig": "searcher: {name: random}"})).await;
+    assert_error(&r, 400, "InvalidArgument");
+    assert!(r.body["error"]["error"].as_str().unwrap().contains("searcher.name cannot change"), "{}", r.text);
+    let r = m
+        .post(
+            "/api/v1/experiments/continue",
+            Some(&admin),
+            json!({"id": paused, "overrideConfig": "searcher: {max_length: {batches: -3}}"}),
+        )
+        .await;
+    assert_error(&r, 400, "InvalidArgument");
+    assert!(r.body["error"]["error"].as_str().unwrap().contains("searcher.max_length.batches"), "{}", r.text);
+    let r = m.post("/api/v1/experiments/continue", Some(&admin), json!({"id": paused, "overrideConfig": "- a list"})).await;
+    assert_error(&r, 400, "InvalidArgument");
+    // Someone else's experiment.
+    m.create_user(&admin, "mallory", "Mallory1").await;
+    let mallory = m.login("mallory", "Mallory1").await;
+    let r = m.post("/api/v1/experiments/continue", Some(&mallory), json!({"id": paused})).await;
+    assert_eq!(r.status, 403, "{}", r.text);
+}

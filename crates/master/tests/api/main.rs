@@ -83,6 +83,7 @@ harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
 harness::api_test!(cluster_loop::kill_stops_the_process);
 harness::api_test!(warm_starts::trials_start_from_the_source_checkpoint);
 harness::api_test!(experiment_bulk::bulk_actions_by_ids_and_by_filter);
+harness::api_test!(experiment_bulk::continue_refuses_what_it_cannot_continue);
 harness::api_test!(run_actions::run_actions_by_id);
 harness::api_test!(warm_starts::unknown_sources_are_refused_at_create);
 harness::api_test!(cluster_loop::duplicate_agent_id_is_refused);
