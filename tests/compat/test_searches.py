@@ -119,17 +119,38 @@ def test_random_search_runs_max_trials(master: Master, agent: Agent, tmp_path: P
 def test_pbt_children_start_from_parent_checkpoints(master: Master, agent: Agent, tmp_path: Path) -> None:
     det = DetCli(master.url, tmp_path / "det-config")
     exp_id = run_search(master, tmp_path, "pbt.yaml", timeout=240, hyperparameters=SLOW)
+    d = sdk(master)
+    # Without max_length a lineage trains num_rounds x length_per_round.
+    config = d._session.get(f"api/v1/experiments/{exp_id}").json()["config"]
+    assert config["searcher"]["max_length"] == {"batches": 400}, config["searcher"]
     trials = sorted(rest_trials(master, exp_id), key=lambda t: int(t["id"]))
+    summary = [(t["id"], t["state"], t["totalBatchesProcessed"], t.get("endReason"), t.get("warmStartCheckpointUuid")) for t in trials]
     # Three founders, then one child per earlier round (truncate_fraction 0.34 of 3 members).
-    assert len(trials) == 4, [t["id"] for t in trials]
-    assert all(t["state"] == "STATE_COMPLETED" for t in trials), [(t["id"], t["state"]) for t in trials]
-    child = trials[-1]
+    assert len(trials) == 4, summary
+    assert all(t["state"] == "STATE_COMPLETED" for t in trials), summary
+    founders, child = trials[:3], trials[-1]
+    # The replaced member was held at the end of round 1 (trials train faster than the master
+    # decides rounds): it did not run on to the end.
+    replaced = [t for t in founders if t.get("endReason") == STOPPED_BY_SEARCHER]
+    assert len(replaced) == 1, summary
+    assert replaced[0]["totalBatchesProcessed"] < 300, summary
+    # Survivors and the child train their lineage to exactly 2 x 200 batches.
+    for t in [t for t in founders if t not in replaced] + [child]:
+        assert t["totalBatchesProcessed"] == 400, summary
+    # The child starts from its parent's checkpoint at the round's end (batch 200), and says so.
+    warm = child.get("warmStartCheckpointUuid")
+    assert warm, summary
+    ckpt = d._session.get(f"api/v1/checkpoints/{warm}").json()["checkpoint"]
+    assert ckpt["metadata"]["steps_completed"] == 200, ckpt
+    parent_id = ckpt["training"]["trialId"]
+    assert parent_id in [int(t["id"]) for t in founders if t not in replaced], (parent_id, summary)
     logs = trial_logs(det, int(child["id"]))
-    assert "resumed from checkpoint" in logs, f"trial {child['id']} did not start from its parent's checkpoint:\n{logs[-3000:]}"
+    assert f"resumed from checkpoint {warm} at batch 200" in logs, f"trial {child['id']}:\n{logs[-3000:]}"
+    assert all(not t.get("warmStartCheckpointUuid") for t in founders), summary
     founders_logs = trial_logs(det, int(trials[0]["id"]))
     assert "starting from scratch" in founders_logs
     rows = searcher_rows(our_cli(master, tmp_path, "experiment", "describe", str(exp_id)))
-    assert rows[int(child["id"])]["Parent Trial"] in {str(t["id"]) for t in trials[:3]}, rows
+    assert rows[int(child["id"])]["Parent Trial"] == str(parent_id), rows
 
 
 def test_preview_search_with_both_clis(master: Master, det: DetCli, tmp_path: Path) -> None:

@@ -213,6 +213,14 @@ pub(crate) fn read_searcher(ctx: &mut Ctx, field: Option<Field<'_>>, path: &crat
             None
         }
     };
+    // PBT: a lineage trains `num_rounds × length_per_round`; that is the training length the
+    // harness reads when the config sets none (a longer one would never be reached anyway).
+    let max_length = match (&method, max_length) {
+        (Some(SearcherMethod::Pbt(pbt)), None) => {
+            Some(SearcherLength::Length(Length::new(pbt.length_per_round.unit, pbt.length_per_round.units.saturating_mul(pbt.num_rounds))))
+        }
+        (_, given) => given,
+    };
     let chosen = name.unwrap_or("chosen");
     fields.finish_with(ctx, |key| {
         METHODS
@@ -450,6 +458,24 @@ mod tests {
         }));
         assert!(searcher.is_none());
         assert_eq!(errors, ["searcher.explore_function.perturb_factor: found 1.5, expected a number from 0 to 1"]);
+    }
+
+    #[test]
+    fn pbt_without_max_length_trains_a_lineage_for_every_round() {
+        let pbt = |extra: Value| {
+            let mut v = json!({
+                "name": "pbt", "metric": "loss", "population_size": 4, "num_rounds": 3, "length_per_round": {"epochs": 2},
+                "replace_function": {"truncate_fraction": 0.25}, "explore_function": {"resample_probability": 0.2, "perturb_factor": 0.5}
+            });
+            v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            read(v)
+        };
+        let (searcher, errors, _) = pbt(json!({}));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(searcher.unwrap().max_length, Some(SearcherLength::Length(Length::new(crate::length::Unit::Epochs, 6))));
+        // A length the user set stays.
+        let (searcher, _, _) = pbt(json!({"max_length": {"epochs": 100}}));
+        assert_eq!(searcher.unwrap().max_length, Some(SearcherLength::Length(Length::new(crate::length::Unit::Epochs, 100))));
     }
 
     #[test]

@@ -120,6 +120,11 @@ pub(crate) trait SearchMethod: Send + Sync {
     fn rung(&self, _id: RequestId) -> Option<usize> {
         None
     }
+    /// The trial has reported the end of a round the rest of the population has not reached
+    /// (PBT only): it must wait there, checkpointed, until the round is decided.
+    fn ahead_of_round(&self, _id: RequestId) -> bool {
+        false
+    }
     /// Metrics recorded per rung, per bracket (ASHA only).
     fn rung_counts(&self) -> Vec<Vec<usize>> {
         Vec::new()

@@ -176,6 +176,16 @@ impl SearchMethod for PbtSearch {
         self.state.members.get(&id).map(|_| self.state.round)
     }
 
+    fn ahead_of_round(&self, id: RequestId) -> bool {
+        // A member that reported its last round is done training: nothing to wait for.
+        !self.state.done
+            && self
+                .state
+                .members
+                .get(&id)
+                .is_some_and(|m| !m.exited && m.reported_through() > self.state.round && m.reported_through() < self.num_rounds)
+    }
+
     fn snapshot(&self) -> Value {
         to_json(&self.state)
     }

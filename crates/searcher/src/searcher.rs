@@ -267,6 +267,13 @@ impl Searcher {
 
     /// ASHA: metrics recorded in each rung, one list per bracket (most rungs first). Empty for
     /// other methods.
+    /// Whether the trial ran past the end of a round the search has not decided yet (PBT): the
+    /// master holds it there, so a member that is replaced trains no further than its round and
+    /// its children start from the checkpoint at the round's end.
+    pub fn ahead_of_round(&self, request_id: RequestId) -> bool {
+        self.method.ahead_of_round(request_id)
+    }
+
     pub fn rung_counts(&self) -> Vec<Vec<usize>> {
         self.method.rung_counts()
     }

@@ -513,3 +513,39 @@ fn ten_thousand_trial_adaptive_asha_end_to_end() {
     assert_eq!(report.trials.len(), 10_000);
     assert_eq!(report.shutdown, Some(false));
 }
+
+#[test]
+fn pbt_holds_a_member_that_finished_a_round_until_the_population_has() {
+    let pbt = PbtConfig {
+        population_size: 2,
+        num_rounds: 3,
+        length_per_round: TrainingLength::max_time("batches", 10),
+        truncate_fraction: 0.5,
+        resample_probability: 0.0,
+        perturb_factor: 0.2,
+    };
+    let mut searcher = Searcher::new(config(MethodConfig::Pbt(pbt), space(), 5)).unwrap();
+    let ids: Vec<RequestId> = searcher.initial_operations().unwrap().iter().filter_map(Operation::request_id).collect();
+    for id in &ids {
+        searcher.trial_created(*id).unwrap();
+    }
+    let (a, b) = (ids[0], ids[1]);
+    assert!(!searcher.ahead_of_round(a) && !searcher.ahead_of_round(b), "nobody is ahead before any report");
+    // A reaches the end of round 0 (it may have run past it) while B has not: A waits there.
+    searcher.validation_completed(a, 0.1, 12).unwrap();
+    assert!(searcher.ahead_of_round(a));
+    assert!(!searcher.ahead_of_round(b));
+    // B's report decides the round: B is replaced by a child of A; nobody waits any more.
+    let ops = searcher.validation_completed(b, 0.9, 10).unwrap();
+    assert!(ops.contains(&Operation::Stop { request_id: b }), "{ops:?}");
+    let child = ops.iter().find_map(|op| match op {
+        Operation::Create { request_id, checkpoint_from: Some(parent), .. } if *parent == a => Some(*request_id),
+        _ => None,
+    });
+    let child = child.expect("a child of the better member");
+    searcher.trial_created(child).unwrap();
+    assert!(!searcher.ahead_of_round(a) && !searcher.ahead_of_round(child));
+    // A member that reported the last round is done, not waiting.
+    searcher.validation_completed(a, 0.1, 30).unwrap();
+    assert!(!searcher.ahead_of_round(a));
+}

@@ -141,6 +141,21 @@ pub trait Store: Send + Sync + 'static {
     async fn set_trial_runner_state(&self, id: i32, runner_state: &str) -> StoreResult<()>;
     async fn set_trial_progress(&self, id: i32, progress: Option<f64>) -> StoreResult<()>;
     async fn set_trial_end_reason(&self, id: i32, reason: Option<&str>) -> StoreResult<()>;
+    /// Continues a finished experiment in one transaction (`sql/experiment_continue.rs`): only
+    /// from `from_state` (`NotFound` otherwise), to `to_state` with `config`, progress 0 and no
+    /// end time; every trial's restarts zeroed and end time cleared; the `reopen` trials set to
+    /// `reopened_state` on a new run with their tasks open again.
+    async fn continue_experiment(
+        &self,
+        id: i32,
+        from_state: &str,
+        to_state: &str,
+        config: &serde_json::Value,
+        reopen: &[i32],
+        reopened_state: &str,
+    ) -> StoreResult<()>;
+    /// Records the checkpoint the trial starts from (a warm start; `sql/trial_warm_start.rs`).
+    async fn set_trial_warm_start(&self, id: i32, checkpoint_uuid: &str) -> StoreResult<()>;
 
     // ---- metrics ----
 

@@ -45,6 +45,8 @@ pub struct TrialRecord {
     pub runner_state: String,
     pub end_reason: Option<String>,
     pub progress: Option<f64>,
+    /// The checkpoint the trial started from before it had one of its own (a warm start).
+    pub warm_start_checkpoint_uuid: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

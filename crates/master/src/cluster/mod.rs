@@ -45,6 +45,9 @@ pub enum ClusterEvent {
     ExperimentChanged { experiment_id: i32 },
     /// A validation report was stored for the trial (`metrics` are its `avgMetrics`).
     ValidationReported { trial_id: i32, trial_run_id: i32, steps_completed: i64, metrics: Map<String, Value> },
+    /// A completed checkpoint was stored for the trial: a PBT child waiting for its parent's
+    /// checkpoint at the round's end may start.
+    CheckpointReported { trial_id: i32 },
     /// `POST /api/v1/trials/{id}/progress`: the fraction of the trial's searcher length done.
     ProgressReported { trial_id: i32, progress: f64 },
     /// `POST /api/v1/trials/{id}/early_exit` (e.g. `EXITED_REASON_INVALID_HP`).

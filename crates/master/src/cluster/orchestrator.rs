@@ -95,6 +95,7 @@ impl Orchestrator {
             ClusterEvent::ValidationReported { trial_id, trial_run_id, steps_completed, metrics } => {
                 self.validation_reported(trial_id, trial_run_id, steps_completed, &metrics).await
             }
+            ClusterEvent::CheckpointReported { trial_id } => self.checkpoint_reported(trial_id).await,
             ClusterEvent::ProgressReported { trial_id, progress } => self.progress_reported(trial_id, progress).await,
             ClusterEvent::EarlyExit { trial_id, reason } => self.early_exit(trial_id, &reason),
             ClusterEvent::PreemptionAcknowledged { allocation_id } => {

@@ -6,6 +6,7 @@ mod auth;
 mod checkpoint_download;
 mod commands;
 mod csrf;
+mod experiment_bulk;
 mod experiment_items;
 mod experiment_wire;
 mod experiments;
@@ -21,6 +22,7 @@ mod openapi;
 mod openapi_tests;
 mod preview;
 mod proxy;
+mod runs;
 mod runtime_allocations;
 mod runtime_auth;
 mod runtime_checkpoints;
@@ -38,7 +40,7 @@ use std::convert::Infallible;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::{any, get, post, put};
+use axum::routing::{any, delete, get, post, put};
 use axum::{Extension, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 
@@ -88,6 +90,17 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/experiments/{id}/kill", post(experiments::kill))
         .route("/api/v1/experiments/{id}/archive", post(experiments::archive))
         .route("/api/v1/experiments/{id}/unarchive", post(experiments::unarchive))
+        .route("/api/v1/experiments/continue", post(experiment_bulk::continue_experiment))
+        .route("/api/v1/runs/kill", post(runs::kill))
+        .route("/api/v1/runs/pause", post(runs::pause))
+        .route("/api/v1/runs/resume", post(runs::resume))
+        .route("/api/v1/projects/{id}/experiments/pause", post(experiment_bulk::pause))
+        .route("/api/v1/projects/{id}/experiments/activate", post(experiment_bulk::activate))
+        .route("/api/v1/projects/{id}/experiments/cancel", post(experiment_bulk::cancel))
+        .route("/api/v1/projects/{id}/experiments/kill", post(experiment_bulk::kill))
+        .route("/api/v1/projects/{id}/experiments/archive", post(experiment_bulk::archive))
+        .route("/api/v1/projects/{id}/experiments/unarchive", post(experiment_bulk::unarchive))
+        .route("/api/v1/projects/{id}/experiments/delete", delete(experiment_bulk::delete))
         .route("/api/v1/experiments/{id}/labels/{label}", put(experiments::put_label).delete(experiments::delete_label))
         .route("/api/v1/experiments/{id}/trials", get(experiment_items::trials))
         .route("/api/v1/experiments/{id}/checkpoints", get(experiment_items::checkpoints))

@@ -144,6 +144,7 @@ impl ExperimentService {
         // The loop builds the same searcher from the stored config: one it cannot build (a grid
         // too large, say) is refused here, with the reason, instead of sitting with no trials.
         resolute_searcher::Searcher::new(searcher_config(&config)).map_err(|e| ApiError::invalid(e.to_string()))?;
+        self.check_warm_start_source(&config).await?;
         let config_json = config.to_json();
         let project = self.resolve_project(req.project_id, &config).await?;
         check_fits(&self.cluster.view(), &config.resources.resource_pool, config.resources.slots_per_trial, "each trial")?;
@@ -179,6 +180,41 @@ impl ExperimentService {
         let view = self.view(record).await?;
         self.cluster.notify(ClusterEvent::ExperimentChanged { experiment_id: view.record.id });
         Ok(CreatedExperiment { experiment: Some(view), config: config_json })
+    }
+
+    /// `searcher.source_trial_id` / `source_checkpoint_uuid` must name a checkpoint trials can
+    /// start from: a trial with a checkpoint, a completed checkpoint.
+    async fn check_warm_start_source(&self, config: &ExperimentConfig) -> ApiResult<()> {
+        let searcher = &config.searcher;
+        if let Some(id) = searcher.source_trial_id {
+            let trial = match self.store.trial_by_id(i32::try_from(id).unwrap_or(i32::MAX)).await {
+                Ok(t) => t,
+                Err(resolute_store::StoreError::NotFound { .. }) => {
+                    return Err(ApiError::invalid(format!("searcher.source_trial_id: trial {id} not found")));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if trial.latest_checkpoint_uuid.is_none() {
+                return Err(ApiError::invalid(format!("searcher.source_trial_id: trial {id} has no completed checkpoint to start from")));
+            }
+        } else if let Some(uuid) = searcher.source_checkpoint_uuid.as_deref().filter(|u| !u.is_empty()) {
+            let found = match self.store.checkpoint_by_uuid(uuid).await {
+                Ok(c) => Some(c),
+                Err(resolute_store::StoreError::NotFound { .. } | resolute_store::StoreError::InvalidInput { .. }) => None,
+                Err(e) => return Err(e.into()),
+            };
+            match found {
+                None => return Err(ApiError::invalid(format!("searcher.source_checkpoint_uuid: checkpoint {uuid:?} not found"))),
+                Some(c) if c.state != resolute_store::CHECKPOINT_COMPLETED => {
+                    return Err(ApiError::invalid(format!(
+                        "searcher.source_checkpoint_uuid: checkpoint {uuid} is {}, not COMPLETED",
+                        c.state.trim_start_matches("STATE_")
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// Parses, defaults and validates; every error in one message, each with its field path.

@@ -98,7 +98,11 @@ impl TrialRuntimeService {
             storage_id: report.storage_id,
             searcher_metric: searcher_value,
         };
+        let completed = CheckpointState::parse(&new.state) == Some(CheckpointState::Completed);
         self.store.report_checkpoint(new).await?;
+        if let (Some(trial), true) = (&trial, completed) {
+            self.cluster.notify(crate::cluster::ClusterEvent::CheckpointReported { trial_id: trial.id });
+        }
         Ok(())
     }
 

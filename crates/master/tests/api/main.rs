@@ -7,6 +7,7 @@ mod checkpoint_files;
 mod cluster_loop;
 mod context;
 mod experiment_actions;
+mod experiment_bulk;
 mod experiment_lists;
 mod experiments;
 mod generic_tasks;
@@ -21,6 +22,7 @@ mod metrics_ingest;
 #[path = "../../../store/tests/support/pg_databases.rs"]
 mod pg_databases;
 mod proxy;
+mod run_actions;
 mod runtime_allocations;
 mod runtime_checkpoints;
 mod runtime_support;
@@ -33,6 +35,7 @@ mod tasks;
 mod tensorboards;
 mod trial_time_series;
 mod users;
+mod warm_starts;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
 harness::api_test!(info::master_endpoint_is_camel_case);
@@ -80,6 +83,11 @@ harness::api_test!(cluster_loop::single_trial_runs_to_completion);
 harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
 harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
 harness::api_test!(cluster_loop::kill_stops_the_process);
+harness::api_test!(warm_starts::trials_start_from_the_source_checkpoint);
+harness::api_test!(experiment_bulk::bulk_actions_by_ids_and_by_filter);
+harness::api_test!(experiment_bulk::continue_refuses_what_it_cannot_continue);
+harness::api_test!(run_actions::run_actions_by_id);
+harness::api_test!(warm_starts::unknown_sources_are_refused_at_create);
 harness::api_test!(cluster_loop::duplicate_agent_id_is_refused);
 harness::api_test!(cluster_loop::remote_agents_need_a_join_secret);
 

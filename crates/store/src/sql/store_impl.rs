@@ -200,6 +200,22 @@ impl Store for SqlStore {
         self.set_trial_end_reason_impl(id, reason).await
     }
 
+    async fn continue_experiment(
+        &self,
+        id: i32,
+        from_state: &str,
+        to_state: &str,
+        config: &serde_json::Value,
+        reopen: &[i32],
+        reopened_state: &str,
+    ) -> StoreResult<()> {
+        self.continue_experiment_impl(id, from_state, to_state, config, reopen, reopened_state).await
+    }
+
+    async fn set_trial_warm_start(&self, id: i32, checkpoint_uuid: &str) -> StoreResult<()> {
+        self.set_trial_warm_start_impl(id, checkpoint_uuid).await
+    }
+
     async fn insert_metrics(&self, reports: &[NewMetricReport]) -> StoreResult<()> {
         self.insert_metrics_impl(reports).await
     }

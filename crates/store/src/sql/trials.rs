@@ -12,7 +12,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
 
 pub(super) const TRIAL_COLUMNS: &str = "id, experiment_id, request_id, task_id, state, hparams, seed, start_time, end_time, \
-     restarts, run_id, total_batches, latest_checkpoint_uuid, best_validation, summary_metrics, runner_state, end_reason, progress";
+     restarts, run_id, total_batches, latest_checkpoint_uuid, best_validation, summary_metrics, runner_state, end_reason, progress, warm_start_checkpoint_uuid";
 
 #[derive(sqlx::FromRow)]
 pub(super) struct TrialRow {
@@ -34,6 +34,7 @@ pub(super) struct TrialRow {
     runner_state: String,
     end_reason: Option<String>,
     progress: Option<f64>,
+    warm_start_checkpoint_uuid: Option<String>,
 }
 
 impl TrialRow {
@@ -62,6 +63,7 @@ impl TrialRow {
             runner_state: self.runner_state,
             end_reason: self.end_reason,
             progress: self.progress,
+            warm_start_checkpoint_uuid: self.warm_start_checkpoint_uuid,
         })
     }
 }

@@ -124,8 +124,11 @@ impl Orchestrator {
                     killed: false,
                     searcher_stopped: false,
                     invalid_hp: false,
-                    warm_start: None,
+                    warm_start: t.warm_start_checkpoint_uuid.clone(),
                     warm_start_parent: None,
+                    awaiting_checkpoint_at: None,
+                    held_for_round: false,
+                    round_steps: Vec::new(),
                 },
             );
         }
@@ -159,6 +162,7 @@ impl Orchestrator {
             };
             queue.extend(more);
         }
+        self.release_held(experiment_id).await?;
         if let Some(exp) = self.experiments.get_mut(&experiment_id) {
             self.store.save_searcher_snapshot(experiment_id, &exp.searcher.snapshot()).await?;
             if let Some(progress) = exp.progress_to_store() {
@@ -182,10 +186,8 @@ impl Orchestrator {
             return Ok(Vec::new());
         }
         let warm_start_parent = checkpoint_from.and_then(|r| exp.trials.get(&r)).copied();
-        let warm_start = match warm_start_parent {
-            Some(parent) => self.store.trial_by_id(parent).await?.latest_checkpoint_uuid,
-            None => None,
-        };
+        let (warm_start, awaiting_checkpoint_at) = self.initial_warm_start(experiment_id, request_id, warm_start_parent).await?;
+        let Some(exp) = self.experiments.get(&experiment_id) else { return Ok(Vec::new()) };
         let state = if exp.state == ExperimentState::Paused { TrialState::Paused } else { TrialState::Active };
         let task_id = format!("{experiment_id}.{}", uuid::Uuid::new_v4());
         let now = db_now();
@@ -211,6 +213,9 @@ impl Orchestrator {
             })
             .await?;
         tracing::info!(experiment = experiment_id, trial = record.id, request = %request_id, "created trial");
+        if let Some(uuid) = &warm_start {
+            self.store.set_trial_warm_start(record.id, uuid).await?;
+        }
         self.trials.insert(
             record.id,
             TrialRun {
@@ -227,12 +232,15 @@ impl Orchestrator {
                 invalid_hp: false,
                 warm_start,
                 warm_start_parent,
+                awaiting_checkpoint_at,
+                held_for_round: false,
+                round_steps: Vec::new(),
             },
         );
         let exp = self.experiments.get_mut(&experiment_id).expect("checked above");
         exp.trials.insert(request_id, record.id);
         let ops = exp.searcher.trial_created(request_id)?;
-        if exp.state == ExperimentState::Active {
+        if exp.state == ExperimentState::Active && awaiting_checkpoint_at.is_none() {
             self.request_trial_allocation(record.id).await?;
         }
         Ok(ops)
@@ -284,7 +292,9 @@ impl Orchestrator {
                 ExperimentState::Active => {
                     if allocation.is_none() {
                         self.set_trial_state_if(trial_id, TrialState::Paused, TrialState::Active).await?;
-                        self.request_trial_allocation(trial_id).await?;
+                        if self.trials.get(&trial_id).is_some_and(TrialRun::may_run) {
+                            self.request_trial_allocation(trial_id).await?;
+                        }
                     }
                 }
                 ExperimentState::Paused | ExperimentState::StoppingCompleted | ExperimentState::StoppingError => {
@@ -352,6 +362,8 @@ impl Orchestrator {
         let target = match exp.state {
             ExperimentState::Active => match exp.search_over {
                 Some(false) => ExperimentState::Completed,
+                // A continued search whose failed trials now completed did not fail.
+                Some(true) if self.any_trial_completed(experiment_id).await? => ExperimentState::Completed,
                 Some(true) => ExperimentState::Error,
                 None => return Ok(()),
             },
@@ -394,7 +406,9 @@ impl Orchestrator {
         let progress = time_progress(exp.length_unit.as_ref(), metrics, steps_completed);
         exp.progress.insert(request_id, progress);
         let ops = exp.searcher.validation_completed(request_id, value, progress)?;
-        self.apply_operations(experiment_id, ops).await
+        self.record_round_steps(trial_id, progress, steps_completed);
+        self.apply_operations(experiment_id, ops).await?;
+        self.hold_if_ahead(trial_id).await
     }
 
     pub(in crate::cluster) async fn progress_reported(&mut self, trial_id: i32, progress: f64) -> LoopResult<()> {
@@ -438,6 +452,7 @@ impl Orchestrator {
     pub(in crate::cluster) async fn end_trial(&mut self, trial_id: i32, state: TrialState) -> LoopResult<Vec<Operation>> {
         let Some(trial) = self.trials.remove(&trial_id) else { return Ok(Vec::new()) };
         self.store.update_trial_state(trial_id, state.as_str(), Some(db_now())).await?;
+        self.parent_ended(trial_id).await?;
         self.store.end_task(&trial.task_id, db_now()).await?;
         if let Some(config) = self.experiments.get(&trial.experiment_id).map(|e| e.config_json.clone()) {
             self.collect_checkpoints(trial.experiment_id, &config);

@@ -76,9 +76,24 @@ pub(in crate::cluster) struct TrialRun {
     pub searcher_stopped: bool,
     /// It reported invalid hyperparameters.
     pub invalid_hp: bool,
-    /// The checkpoint a PBT child starts from until it has its own (resolved at launch from
-    /// `warm_start_parent`); GC keeps it while the trial lives.
+    /// The checkpoint the trial starts from until it has its own (`searcher.source_*`, or a PBT
+    /// child's parent's checkpoint at the round's end); GC keeps it while the trial lives.
     pub warm_start: Option<String>,
-    /// The trial whose latest checkpoint this one starts from (PBT).
+    /// The trial this one was copied from (PBT).
     pub warm_start_parent: Option<i32>,
+    /// A PBT child whose parent has not yet stored its checkpoint at the round's end: the parent's
+    /// steps at that end. The child is not queued until the checkpoint is known.
+    pub awaiting_checkpoint_at: Option<i64>,
+    /// PBT: the trial finished a round the population has not; it waits, checkpointed, for the
+    /// round's decision instead of training on.
+    pub held_for_round: bool,
+    /// PBT: the steps of the first validation at or past each round's end (index = round).
+    pub round_steps: Vec<i64>,
+}
+
+impl TrialRun {
+    /// Whether the trial may be queued now.
+    pub fn may_run(&self) -> bool {
+        !self.held_for_round && self.awaiting_checkpoint_at.is_none()
+    }
 }

@@ -58,24 +58,20 @@ impl Orchestrator {
         placements: &[Placement],
     ) -> LoopResult<Vec<(Placement, StartTask)>> {
         let trial_record = self.store.trial_by_id(trial_id).await?;
-        let (experiment_id, run_id, seed, task_id, hparams, mut warm_start, parent) = {
+        let (experiment_id, run_id, seed, task_id, hparams, warm_start, parent) = {
             let t = self.trials.get(&trial_id).ok_or_else(|| LoopError::Other("unknown trial".into()))?;
             (t.experiment_id, t.run_id, t.seed, t.task_id.clone(), t.hparams.clone(), t.warm_start.clone(), t.warm_start_parent)
         };
-        // A PBT child starts from its parent's newest checkpoint (the parent checkpoints when its
-        // round ends, after the child was requested).
-        if trial_record.latest_checkpoint_uuid.is_none()
-            && let Some(parent) = parent
-        {
-            warm_start = self.store.trial_by_id(parent).await?.latest_checkpoint_uuid.or(warm_start);
-            if let Some(t) = self.trials.get_mut(&trial_id) {
-                t.warm_start = warm_start.clone();
-            }
-        }
-        let latest_checkpoint = trial_record.latest_checkpoint_uuid.clone().or(warm_start);
-        let steps_completed = match &latest_checkpoint {
-            Some(uuid) => self.store.checkpoint_by_uuid(uuid).await.map(|c| c.steps_completed).unwrap_or(0),
-            None => 0,
+        // The trial's own checkpoint, else its warm start (`warm_start.rs`). A PBT child continues
+        // its parent's training clock; a trial warm-started from `searcher.source_*` starts its
+        // own at 0, as upstream's.
+        let (latest_checkpoint, continues_clock) = match trial_record.latest_checkpoint_uuid.clone() {
+            Some(own) => (Some(own), true),
+            None => (warm_start, parent.is_some()),
+        };
+        let steps_completed = match (&latest_checkpoint, continues_clock) {
+            (Some(uuid), true) => self.store.checkpoint_by_uuid(uuid).await.map(|c| c.steps_completed).unwrap_or(0),
+            _ => 0,
         };
         let model_b64 = self.model_definition(experiment_id).await?;
         let token = issue_allocation_token(self.store.as_ref(), allocation_id).await?;
@@ -160,7 +156,10 @@ impl Orchestrator {
                     tracing::warn!(trial = trial_id, failure = ?end.failure, "trial failed; restarting from its latest checkpoint");
                 }
                 self.next_run(trial_id, failed).await?;
-                self.request_trial_allocation(trial_id).await?;
+                // A PBT member held at a round's end is queued again when the round is decided.
+                if self.trials.get(&trial_id).is_some_and(super::runs::TrialRun::may_run) {
+                    self.request_trial_allocation(trial_id).await?;
+                }
                 Vec::new()
             }
         };
