@@ -18,6 +18,7 @@ pub mod logs;
 pub mod master;
 pub mod pagination;
 pub mod preview;
+pub mod projects;
 pub mod runtime;
 pub mod searcher_state;
 pub mod task_type;

@@ -263,8 +263,9 @@ impl CommandService {
         let agent_user = match agent_user {
             Some(agent) if agent.uid != 0 => Some(agent),
             _ => {
+                let workspace = self.store.workspace_by_id(record.workspace_id, 0).await.ok().and_then(|w| w.agent_user_group);
                 let link = self.store.user_by_id(record.owner_id).await?.agent_user_group();
-                Some(crate::cluster::resolve_task_user(link, self.default_task_user.clone()))
+                Some(crate::cluster::resolve_task_user(workspace, link, self.default_task_user.clone()))
             }
         };
         Ok(CommandView { record, allocation, containers, state, resource_pool, agent_user })

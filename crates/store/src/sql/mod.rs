@@ -25,6 +25,8 @@ mod templates;
 mod trials;
 mod users;
 mod workloads;
+mod projects;
+mod workspace_writes;
 mod workspaces;
 
 use std::path::Path;
