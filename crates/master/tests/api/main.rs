@@ -31,6 +31,7 @@ mod task_users;
 mod tasks;
 mod tensorboards;
 mod users;
+mod workspaces;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
 harness::api_test!(info::master_endpoint_is_camel_case);
@@ -134,3 +135,5 @@ harness::api_test!(input_limits::huge_numbers_and_odd_unicode);
 harness::api_test!(input_limits::a_grid_too_large_is_refused_with_its_size);
 harness::api_test!(input_limits::trial_reports_are_bounded_and_nul_free);
 harness::api_test!(input_limits::searches_over_the_trial_limit_are_refused);
+harness::api_test!(workspaces::workspace_errors_name_the_cause);
+harness::api_test!(workspaces::projects_and_experiments);
