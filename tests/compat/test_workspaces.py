@@ -4,16 +4,18 @@ config's `workspace`/`project`), moved between projects, refused in archived one
 checkpoint storage merged into experiments; workspace agent user groups (admin only)."""
 
 import json
+import os
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import pytest
 from determined.common.api import bindings, errors
 from determined.experimental import client
 from ruamel import yaml
 
-from conftest import DetCli, Master
+from conftest import Agent, DetCli, Master
 from experiments import IRIS, TERMINAL, create, wait_state
+from test_task_users import cluster, printed, shared_dir  # noqa: F401 (fixtures)
 
 ExpState = client.ExperimentState
 
@@ -243,3 +245,28 @@ def test_workspace_agent_user_group(det: DetCli, unique: str) -> None:
     assert "agentUserGroup" in out and "admin" in out, out
     out = det.fails("workspace", "edit", ws, "--name", "stolen")
     assert "only admins" in out, out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only an agent running as root can run tasks as other accounts")
+def test_workspace_agent_user_comes_before_the_owners_link(cluster: Tuple[Master, Agent], isolated_client_config: Path) -> None:
+    """A task in a workspace with an agent user group runs as that account, ahead of the owner's
+    own link; outside it the owner's link applies."""
+    master, _ = cluster
+    det = DetCli(master.url, isolated_client_config)
+    det.login("admin")
+    det.ok("user", "create", "carol", "--password", "Carol-pw-1234")
+    det.ok("user", "link-with-agent-user", "carol", "--agent-uid", "20001", "--agent-gid", "20001",
+           "--agent-user", "carol", "--agent-group", "carol")
+    det.ok("workspace", "create", "team", "--agent-uid", "20007", "--agent-gid", "20008",
+           "--agent-user", "teamuser", "--agent-group", "teamgroup")
+    det.login("carol", "Carol-pw-1234")
+    inside = det.ok("cmd", "run", "-w", "team", "id -u; id -g", timeout=120)
+    assert printed(inside, "20007") and printed(inside, "20008"), inside
+    outside = det.ok("cmd", "run", "id -u", timeout=120)
+    assert printed(outside, "20001"), outside
+
+    det.login("admin")
+    det.ok("workspace", "archive", "team")
+    det.login("carol", "Carol-pw-1234")
+    refused = det.fails("cmd", "run", "-w", "team", "true")
+    assert "archived" in refused, refused

@@ -66,7 +66,9 @@ pub async fn list(
     Ok(Json(GetWorkspaceProjectsResponse { projects: rows.into_iter().map(to_wire).collect(), pagination }))
 }
 
-#[utoipa::path(post, path = "/api/v1/workspaces/{workspaceId}/projects", tag = "Projects", params(("workspaceId" = i32, Path)),
+// Upstream names the path parameter `workspaceId` here and `id` on the listing; one name keeps
+// the two methods on one documented path.
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/projects", tag = "Projects", params(("id" = i32, Path)),
     request_body = PostProjectRequest,
     responses((status = 200, body = ProjectResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, description = "name or key taken", body = ErrorBody)),
     security(("bearer" = [])))]
