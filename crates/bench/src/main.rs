@@ -181,7 +181,9 @@ async fn main() -> Result<()> {
     let mut modes = Vec::new();
     for mode in &args.mode {
         match mode {
-            Mode::All => modes.extend([Mode::Http, Mode::Create, Mode::Metrics, Mode::Logs, Mode::List, Mode::ProjectList, Mode::Asha, Mode::Proxy]),
+            Mode::All => {
+                modes.extend([Mode::Http, Mode::Create, Mode::Metrics, Mode::Logs, Mode::List, Mode::ProjectList, Mode::Asha, Mode::Proxy])
+            }
             m if !modes.contains(m) => modes.push(*m),
             _ => {}
         }

@@ -64,7 +64,9 @@ pub async fn run(
         // A deep page, as the CLI's loop reads on.
         format!("/api/v1/experiments?projectId={main}&archived=false&limit=200&offset=8000"),
         // Filtered by state and name, newest first.
-        format!("/api/v1/experiments?projectId={main}&states=STATE_PAUSED&name=bench-1&sortBy=SORT_BY_START_TIME&orderBy=ORDER_BY_DESC&limit=100"),
+        format!(
+            "/api/v1/experiments?projectId={main}&states=STATE_PAUSED&name=bench-1&sortBy=SORT_BY_START_TIME&orderBy=ORDER_BY_DESC&limit=100"
+        ),
         // `det project describe` / the SDK's `Project.reload`: the counts over the project.
         format!("/api/v1/projects/{main}"),
         // `det project list W`: every project with its counts.

@@ -7,9 +7,8 @@ use resolute_store::Store;
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
 use crate::services::{
-    AuthService, CommandService, ExperimentService, ProxyRegistry, SessionCache, TaskLogService, TaskService, TemplateService,
-    ProjectService, WorkspaceService,
-    TrialRuntimeService, UserService,
+    AuthService, CommandService, ExperimentService, ProjectService, ProxyRegistry, SessionCache, TaskLogService, TaskService,
+    TemplateService, TrialRuntimeService, UserService, WorkspaceService,
 };
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.

@@ -50,8 +50,8 @@ pub use model_tasks::{
 pub use model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
 pub use model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
 pub use model_workspaces::{
-    Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSort, ProjectSummary, WORKSPACE_STATE_DELETE_FAILED,
-    WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord, WorkspaceSort,
+    Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSort, ProjectSummary,
+    WORKSPACE_STATE_DELETE_FAILED, WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord, WorkspaceSort,
 };
 pub use sql::{PostgresOptions, SqlStore};
 

@@ -18,6 +18,7 @@ mod openapi;
 #[cfg(test)]
 mod openapi_tests;
 mod preview;
+mod projects;
 mod proxy;
 mod runtime_allocations;
 mod runtime_auth;
@@ -28,7 +29,6 @@ mod tasks;
 mod templates;
 mod trial_metrics;
 mod users;
-mod projects;
 mod workloads;
 mod workspaces;
 

@@ -120,7 +120,11 @@ pub async fn archive(State(state): State<AppState>, caller: Principal, Path(id):
 #[utoipa::path(post, path = "/api/v1/projects/{id}/unarchive", tag = "Projects", params(("id" = i32, Path)),
     responses((status = 200, body = EmptyWorkspaceResponse), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn unarchive(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<EmptyWorkspaceResponse>> {
+pub async fn unarchive(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<EmptyWorkspaceResponse>> {
     state.projects.set_archived(&caller, parse_id(&id, "id")?, false).await?;
     Ok(Json(EmptyWorkspaceResponse {}))
 }

@@ -116,7 +116,9 @@ impl CommandService {
                 return Err(ApiError::invalid(format!("workspace {:?} is archived: tasks cannot be launched in it", w.name)));
             }
             Ok(_) => {}
-            Err(StoreError::NotFound { .. }) => return Err(ApiError::not_found(format!("workspaceId: workspace {workspace_id} not found"))),
+            Err(StoreError::NotFound { .. }) => {
+                return Err(ApiError::not_found(format!("workspaceId: workspace {workspace_id} not found")));
+            }
             Err(e) => return Err(e.into()),
         }
         let launch = task_kinds::prepare(req.kind, &task_id, config, req.extra)?;

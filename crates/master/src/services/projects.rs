@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use resolute_api::projects::{GetWorkspaceProjectsQuery, MoveExperimentsRequest, MoveResult, PatchProject, PostProjectRequest, ProjectSortBy};
+use resolute_api::projects::{
+    GetWorkspaceProjectsQuery, MoveExperimentsRequest, MoveResult, PatchProject, PostProjectRequest, ProjectSortBy,
+};
 use resolute_store::{
     Deletion, NewProject, OrderDirection, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSort, ProjectSummary, Store, StoreError,
 };
@@ -54,7 +56,10 @@ pub fn check_open(project: &ProjectRecord, what: &str) -> ApiResult<()> {
         )));
     }
     if project.archived {
-        return Err(ApiError::invalid(format!("project {:?} is archived: {what} cannot be added to it (unarchive it first)", project.name)));
+        return Err(ApiError::invalid(format!(
+            "project {:?} is archived: {what} cannot be added to it (unarchive it first)",
+            project.name
+        )));
     }
     Ok(())
 }
@@ -216,6 +221,12 @@ impl ProjectService {
     pub async fn move_experiments(&self, caller: &Principal, req: MoveExperimentsRequest) -> ApiResult<Vec<MoveResult>> {
         if req.filters.as_ref().is_some_and(|f| !f.is_null()) {
             return Err(ApiError::invalid("filters: moving experiments by filter is not supported; list experimentIds instead"));
+        }
+        if req.experiment_ids.len() > MAX_PAGE_SIZE as usize {
+            return Err(ApiError::invalid(format!(
+                "experimentIds: at most {MAX_PAGE_SIZE} experiments per move, found {}",
+                req.experiment_ids.len()
+            )));
         }
         let mut results = Vec::with_capacity(req.experiment_ids.len());
         for id in req.experiment_ids {

@@ -13,6 +13,7 @@ use resolute_store::{
 use serde_json::Value;
 
 use super::Principal;
+use super::input_limits::{NAME_BYTES, check_text};
 use super::paging::{MAX_PAGE_SIZE, page_limit};
 use super::users::validate_agent_user_group;
 use crate::error::{ApiError, ApiResult};
@@ -62,6 +63,11 @@ fn checkpoint_storage(value: Option<Value>) -> ApiResult<Option<Value>> {
         ))),
         None => Err(ApiError::invalid("checkpointStorageConfig.type is required (shared_fs, directory, s3, gcs or azure)")),
     }
+}
+
+fn check_pools(compute: Option<&str>, aux: Option<&str>) -> ApiResult<()> {
+    check_text("defaultComputePool", compute.unwrap_or_default(), NAME_BYTES)?;
+    check_text("defaultAuxPool", aux.unwrap_or_default(), NAME_BYTES)
 }
 
 fn agent_user_group(caller: &Principal, group: Option<&WireAgentUserGroup>) -> ApiResult<Option<AgentUserGroup>> {
@@ -128,6 +134,7 @@ impl WorkspaceService {
         validate_name("workspace", &req.name)?;
         let group = agent_user_group(caller, req.agent_user_group.as_ref())?;
         let storage = checkpoint_storage(req.checkpoint_storage_config)?;
+        check_pools(req.default_compute_pool.as_deref(), req.default_aux_pool.as_deref())?;
         let new = NewWorkspace {
             name: req.name.clone(),
             user_id: caller.user.id,
@@ -164,12 +171,15 @@ impl WorkspaceService {
             Some(v) => Some(checkpoint_storage(Some(v))?),
             None => None,
         };
+        let (compute, aux) =
+            (req.default_compute_pool.or(req.default_compute_resource_pool), req.default_aux_pool.or(req.default_aux_resource_pool));
+        check_pools(compute.as_deref(), aux.as_deref())?;
         let patch = WorkspacePatch {
             name: req.name.clone(),
             checkpoint_storage_config: storage,
             agent_user_group: group.map(Some),
-            default_compute_pool: req.default_compute_pool.or(req.default_compute_resource_pool),
-            default_aux_pool: req.default_aux_pool.or(req.default_aux_resource_pool),
+            default_compute_pool: compute,
+            default_aux_pool: aux,
         };
         let name = req.name.unwrap_or_default();
         self.store.patch_workspace(id, &patch).await.map_err(name_taken(&name))?;

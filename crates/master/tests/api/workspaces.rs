@@ -97,7 +97,11 @@ pub async fn projects_and_experiments(m: &TestMaster) {
     let bad = m.post(&format!("/api/v1/experiments/{exp_id}/move"), Some(&admin), json!({"destinationProjectId": 4242})).await;
     assert_error(&bad, 404, "NotFound");
     let bulk = m
-        .post(&format!("/api/v1/projects/{p2}/experiments/move"), Some(&admin), json!({"destinationProjectId": p1, "experimentIds": [exp_id, 4242]}))
+        .post(
+            &format!("/api/v1/projects/{p2}/experiments/move"),
+            Some(&admin),
+            json!({"destinationProjectId": p1, "experimentIds": [exp_id, 4242]}),
+        )
         .await;
     assert_eq!(bulk.status, 200, "{}", bulk.text);
     assert_eq!(bulk.body["results"][0], json!({"error": "", "id": exp_id}));

@@ -25,3 +25,7 @@ ALTER TABLE projects ADD COLUMN state TEXT NOT NULL DEFAULT 'WORKSPACE_STATE_UNS
 ALTER TABLE projects ADD COLUMN error_message TEXT NOT NULL DEFAULT '';
 UPDATE projects SET key = CASE WHEN id = 1 THEN 'UNCAT' ELSE 'P' || CAST(id AS TEXT) END;
 CREATE UNIQUE INDEX projects_key ON projects (key);
+
+-- A project's counts (active experiments, the latest start) read from the index alone.
+CREATE INDEX experiments_project_state ON experiments (project_id, state);
+CREATE INDEX experiments_project_start_time ON experiments (project_id, start_time);

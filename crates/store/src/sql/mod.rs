@@ -13,6 +13,7 @@ mod lifecycle;
 mod log_group_commit;
 mod metric_batch;
 mod metrics;
+mod projects;
 mod sessions;
 mod sqlite_checkpoint;
 mod sqlite_metrics;
@@ -25,7 +26,6 @@ mod templates;
 mod trials;
 mod users;
 mod workloads;
-mod projects;
 mod workspace_writes;
 mod workspaces;
 

@@ -131,9 +131,8 @@ impl SqlStore {
         };
         let limit = args.push(if f.limit > 0 { f.limit } else { i64::MAX });
         let offset = args.push(f.offset.max(0));
-        let page_sql = format!(
-            "{select}, {COUNTS} FROM {from} WHERE {where_sql} ORDER BY {column} {dir}, p.id {dir} LIMIT {limit} OFFSET {offset}"
-        );
+        let page_sql =
+            format!("{select}, {COUNTS} FROM {from} WHERE {where_sql} ORDER BY {column} {dir}, p.id {dir} LIMIT {limit} OFFSET {offset}");
         let (rows, total): (Vec<SummaryRow>, i64) = on_pool!(self, pool => {
             tokio::try_join!(
                 bind_args!(sqlx::query_as::<_, SummaryRow>(AssertSqlSafe(page_sql.as_str())), args).fetch_all(pool),

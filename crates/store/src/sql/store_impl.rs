@@ -15,10 +15,6 @@ use crate::model::{AuthenticatedSession, NewSession, NewUser, SessionRecord, Use
 use crate::model_checkpoints::{CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, NewCheckpoint};
 use crate::model_commands::{CommandTaskFilter, CommandTaskRecord, NewCommandTask, NewTemplate, TemplateFilter, TemplateRecord};
 use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment};
-use crate::model_workspaces::{
-    Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSummary, WorkspaceFilter, WorkspacePatch,
-    WorkspaceRecord,
-};
 use crate::model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport};
 use crate::model_tasks::{
@@ -27,6 +23,10 @@ use crate::model_tasks::{
 };
 use crate::model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord};
 use crate::model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage};
+use crate::model_workspaces::{
+    Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSummary, WorkspaceFilter, WorkspacePatch,
+    WorkspaceRecord,
+};
 
 #[async_trait]
 impl Store for SqlStore {

@@ -12,8 +12,7 @@ use crate::model_workspaces::{Deletion, NewWorkspace, WORKSPACE_STATE_DELETE_FAI
 const IMMUTABLE: StoreError = StoreError::Precondition { reason: "the built-in workspace \"Uncategorized\" cannot be changed or deleted" };
 
 /// Experiment states after which an experiment may be deleted with its workspace or project.
-pub(crate) const TERMINAL_STATES: &str =
-    "('STATE_COMPLETED', 'STATE_CANCELED', 'STATE_ERROR', 'STATE_DELETED', 'STATE_DELETE_FAILED')";
+pub(crate) const TERMINAL_STATES: &str = "('STATE_COMPLETED', 'STATE_CANCELED', 'STATE_ERROR', 'STATE_DELETED', 'STATE_DELETE_FAILED')";
 
 fn split_group(g: Option<&AgentUserGroup>) -> (Option<i32>, Option<i32>, Option<String>, Option<String>) {
     match g {
@@ -63,11 +62,9 @@ impl SqlStore {
 
     pub(crate) async fn patch_workspace_impl(&self, id: i32, p: &WorkspacePatch) -> StoreResult<()> {
         self.refuse_immutable(id).await?;
-        for (field, value) in [
-            ("workspace name", &p.name),
-            ("default compute pool", &p.default_compute_pool),
-            ("default aux pool", &p.default_aux_pool),
-        ] {
+        for (field, value) in
+            [("workspace name", &p.name), ("default compute pool", &p.default_compute_pool), ("default aux pool", &p.default_aux_pool)]
+        {
             if let Some(v) = value {
                 StoreError::reject_nul(field, v)?;
             }

@@ -131,7 +131,12 @@ pub async fn projects_keys_counts_and_patches(store: &dyn Store) {
     assert!(s.last_experiment_started_at.is_some());
     assert_eq!(store.workspace_by_id(w.id, owner).await.unwrap().num_experiments, 2);
 
-    let patch = ProjectPatch { name: Some("renamed".into()), description: Some("d".into()), notes: Some(json!([{"name": "n", "contents": "c"}])), ..Default::default() };
+    let patch = ProjectPatch {
+        name: Some("renamed".into()),
+        description: Some("d".into()),
+        notes: Some(json!([{"name": "n", "contents": "c"}])),
+        ..Default::default()
+    };
     let patched = store.patch_project(p.id, &patch).await.unwrap();
     assert_eq!((patched.name.as_str(), patched.description.as_str(), patched.key.as_str()), ("renamed", "d", "MYP"));
     assert_eq!(patched.notes, json!([{"name": "n", "contents": "c"}]));
@@ -144,11 +149,13 @@ pub async fn projects_keys_counts_and_patches(store: &dyn Store) {
     assert!(q_now.archived && q_now.workspace_archived);
 
     let page = |archived, sort, order| ProjectFilter { workspace_id: w.id, archived, sort, order, ..Default::default() };
-    let names = |(rows, total): (Vec<resolute_store::ProjectSummary>, i64)| {
-        (rows.into_iter().map(|s| s.project.name).collect::<Vec<_>>(), total)
-    };
+    let names =
+        |(rows, total): (Vec<resolute_store::ProjectSummary>, i64)| (rows.into_iter().map(|s| s.project.name).collect::<Vec<_>>(), total);
     assert_eq!(names(store.project_page(&page(None, ProjectSort::Id, OrderDirection::Asc)).await.unwrap()).0, ["renamed", "My Plan"]);
-    assert_eq!(names(store.project_page(&page(Some(false), ProjectSort::Id, OrderDirection::Asc)).await.unwrap()), (vec!["renamed".into()], 1));
+    assert_eq!(
+        names(store.project_page(&page(Some(false), ProjectSort::Id, OrderDirection::Asc)).await.unwrap()),
+        (vec!["renamed".into()], 1)
+    );
     assert_eq!(names(store.project_page(&page(None, ProjectSort::Name, OrderDirection::Asc)).await.unwrap()).0, ["My Plan", "renamed"]);
     let recent = page(None, ProjectSort::LastExperimentStartTime, OrderDirection::Desc);
     assert_eq!(names(store.project_page(&recent).await.unwrap()).0, ["renamed", "My Plan"], "never-started last");
