@@ -20,6 +20,7 @@ pub mod master;
 pub mod pagination;
 pub mod preview;
 pub mod runs;
+pub mod projects;
 pub mod runtime;
 pub mod searcher_state;
 pub mod task_type;

@@ -1,5 +1,5 @@
-//! Workspaces (`GET /api/v1/workspaces`), as far as the CLI needs them: `det cmd list` and its
-//! siblings show each task's workspace by name.
+//! Workspaces (`/api/v1/workspaces…`): the listing `det cmd list` reads for names, and what
+//! `det workspace create/describe/edit/archive/pin/delete` send and read.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -7,6 +7,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::pagination::Pagination;
+use crate::users::AgentUserGroup;
 use crate::users::OrderBy;
 use crate::wire_enum::wire_enum;
 
@@ -54,8 +55,7 @@ pub struct Workspace {
     pub error_message: String,
     /// `null` when tasks run as the owner's own agent user.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub agent_user_group: Option<Value>,
+    pub agent_user_group: Option<AgentUserGroup>,
     /// `null` when the cluster's storage is used.
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
@@ -93,8 +93,9 @@ pub struct GetWorkspacesQuery {
     pub user_ids: Vec<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned: Option<bool>,
+    /// The exact name (upstream's `workspace_by_name` looks workspaces up by it).
     #[serde(default, alias = "name_case_sensitive", skip_serializing_if = "Option::is_none")]
-    pub name_case_sensitive: Option<bool>,
+    pub name_case_sensitive: Option<String>,
 }
 
 /// `GET /api/v1/workspaces`.
@@ -103,6 +104,78 @@ pub struct GetWorkspacesResponse {
     pub workspaces: Vec<Workspace>,
     pub pagination: Pagination,
 }
+
+/// `POST /api/v1/workspaces`. Namespace bindings and quotas are Kubernetes/EE features: accepted
+/// and ignored, as upstream's OSS master on agents does.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostWorkspaceRequest {
+    pub name: String,
+    #[serde(default, alias = "agent_user_group")]
+    pub agent_user_group: Option<AgentUserGroup>,
+    #[serde(default, alias = "checkpoint_storage_config")]
+    #[schema(value_type = Option<Object>)]
+    pub checkpoint_storage_config: Option<Value>,
+    #[serde(default, alias = "default_compute_pool")]
+    pub default_compute_pool: Option<String>,
+    #[serde(default, alias = "default_aux_pool")]
+    pub default_aux_pool: Option<String>,
+    #[serde(default, alias = "cluster_namespace_meta")]
+    #[schema(value_type = Option<Object>)]
+    pub cluster_namespace_meta: Option<Value>,
+    #[serde(default, alias = "cluster_quota_pairs")]
+    #[schema(value_type = Option<Object>)]
+    pub cluster_quota_pairs: Option<Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostWorkspaceResponse {
+    pub workspace: Workspace,
+    #[schema(value_type = Object)]
+    pub namespace_bindings: Value,
+}
+
+/// `GET /api/v1/workspaces/{id}`, and the answer to `PATCH`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceResponse {
+    pub workspace: Workspace,
+}
+
+/// `PATCH /api/v1/workspaces/{id}`: absent fields stay; `checkpointStorageConfig: {}` clears the
+/// workspace's storage (`det workspace edit --checkpoint-storage-config '{}'`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PatchWorkspace {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default, alias = "agent_user_group")]
+    pub agent_user_group: Option<AgentUserGroup>,
+    #[serde(default, alias = "checkpoint_storage_config")]
+    #[schema(value_type = Option<Object>)]
+    pub checkpoint_storage_config: Option<Value>,
+    #[serde(default, alias = "default_compute_pool")]
+    pub default_compute_pool: Option<String>,
+    #[serde(default, alias = "default_compute_resource_pool")]
+    pub default_compute_resource_pool: Option<String>,
+    #[serde(default, alias = "default_aux_pool")]
+    pub default_aux_pool: Option<String>,
+    #[serde(default, alias = "default_aux_resource_pool")]
+    pub default_aux_resource_pool: Option<String>,
+    #[serde(default, alias = "cluster_namespace_meta")]
+    #[schema(value_type = Option<Object>)]
+    pub cluster_namespace_meta: Option<Value>,
+}
+
+/// `DELETE /api/v1/workspaces/{id}` and `DELETE /api/v1/projects/{id}`: `completed: false` when
+/// the deletion did not finish; the row's `state`/`errorMessage` then say why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DeleteResponse {
+    pub completed: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct EmptyWorkspaceResponse {}
 
 #[cfg(test)]
 mod tests {

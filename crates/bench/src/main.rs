@@ -9,7 +9,7 @@
 //!
 //! `--mode` picks other benchmarks (each on its own fresh master and database): `create`
 //! (experiment → `StartTask` latency), `metrics` (metric report ingestion), `logs` (log ingestion
-//! MB/s), `list` (listing 10,000 experiments), `asha` (a 1,000-trial ASHA search's bookkeeping
+//! MB/s), `list` (listing 10,000 experiments), `project-list` (a project's experiments, filtered), `asha` (a 1,000-trial ASHA search's bookkeeping
 //! overhead over its ideal makespan) and `proxy` (what `/proxy/{task}/` adds over reaching a task
 //! service directly; an in-process master); see `bench/README.md`.
 //!
@@ -28,6 +28,7 @@ mod load;
 mod logs;
 mod master;
 mod metrics;
+mod project_list;
 mod proxy;
 mod soak;
 mod time_series;
@@ -64,6 +65,8 @@ enum Mode {
     Logs,
     /// `GET /api/v1/experiments` pages over many seeded experiments.
     List,
+    /// A project's experiment list (with filters) and project counts over many experiments.
+    ProjectList,
     /// An `adaptive_asha` search of no-op trials: makespan against the zero-overhead ideal.
     Asha,
     /// `/proxy/{task}/` to a local HTTP service: added latency and streaming throughput.
@@ -190,7 +193,9 @@ async fn main() -> Result<()> {
     let mut modes = Vec::new();
     for mode in &args.mode {
         match mode {
-            Mode::All => modes.extend([Mode::Http, Mode::Create, Mode::Metrics, Mode::Logs, Mode::List, Mode::Asha, Mode::Proxy]),
+            Mode::All => {
+                modes.extend([Mode::Http, Mode::Create, Mode::Metrics, Mode::Logs, Mode::List, Mode::ProjectList, Mode::Asha, Mode::Proxy])
+            }
             m if !modes.contains(m) => modes.push(*m),
             _ => {}
         }
@@ -253,6 +258,10 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
         Mode::List => {
             let clients = args.list_clients as usize;
             list::run(&http, base, &token, args.experiments as usize, clients, warmup, seconds).await.map(|r| r.print())
+        }
+        Mode::ProjectList => {
+            let clients = args.list_clients as usize;
+            project_list::run(&http, base, &token, args.experiments as usize, clients, warmup, seconds).await.map(|r| r.print())
         }
         Mode::Asha => asha::run(&http, base, &token, master.pid(), asha_plan(args)?).await.map(|r| r.print()),
         Mode::Soak => {

@@ -7,8 +7,8 @@ use resolute_store::Store;
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
 use crate::services::{
-    AuthService, CommandService, ExperimentService, ProxyRegistry, SessionCache, TaskLogService, TaskService, TemplateService,
-    TrialRuntimeService, UserService,
+    AuthService, CommandService, ExperimentService, ProjectService, ProxyRegistry, SessionCache, TaskLogService, TaskService,
+    TemplateService, TrialRuntimeService, UserService, WorkspaceService,
 };
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
@@ -46,6 +46,8 @@ pub struct AppServices {
     /// Commands, notebooks, shells, TensorBoards and generic tasks.
     pub commands: CommandService,
     pub templates: TemplateService,
+    pub workspaces: WorkspaceService,
+    pub projects: ProjectService,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
@@ -77,6 +79,8 @@ impl AppState {
                 .with_container_defaults(config.container_defaults.clone())
                 .with_default_task_user(&config.security.default_task_user),
             templates: TemplateService::new(store.clone()),
+            workspaces: WorkspaceService::new(store.clone()),
+            projects: ProjectService::new(store.clone()),
             cluster,
             proxies: ProxyRegistry::new(),
             store,

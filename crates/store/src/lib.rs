@@ -21,6 +21,7 @@ mod model_metrics;
 mod model_tasks;
 mod model_trials;
 mod model_workloads;
+mod model_workspaces;
 mod sql;
 mod summary;
 
@@ -36,7 +37,7 @@ pub use model_checkpoints::{
 pub use model_commands::{CommandTaskFilter, CommandTaskRecord, NewCommandTask, NewTemplate, TemplateFilter, TemplateRecord};
 pub use model_experiments::{
     DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID, ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, ExperimentSort,
-    NewExperiment, ProjectRecord, WorkspaceRecord,
+    NewExperiment,
 };
 pub use model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
 pub use model_metrics::{
@@ -48,6 +49,10 @@ pub use model_tasks::{
 };
 pub use model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
 pub use model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
+pub use model_workspaces::{
+    Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSort, ProjectSummary,
+    WORKSPACE_STATE_DELETE_FAILED, WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord, WorkspaceSort,
+};
 pub use sql::{PostgresOptions, SqlStore};
 
 use std::collections::BTreeMap;
@@ -96,6 +101,29 @@ pub trait Store: Send + Sync + 'static {
     async fn project_by_names(&self, workspace: &str, project: &str) -> StoreResult<ProjectRecord>;
     /// Every workspace, by id, with its project and experiment counts.
     async fn list_workspaces(&self) -> StoreResult<Vec<WorkspaceRecord>>;
+    /// One workspace; `pinned` as `viewer_id` sees it.
+    async fn workspace_by_id(&self, id: i32, viewer_id: i32) -> StoreResult<WorkspaceRecord>;
+    /// A page of workspaces and the total matching the filter.
+    async fn workspace_page(&self, filter: &WorkspaceFilter) -> StoreResult<(Vec<WorkspaceRecord>, i64)>;
+    /// `Conflict` for a taken name, `NotFound` for an unknown creator.
+    async fn create_workspace(&self, workspace: NewWorkspace) -> StoreResult<WorkspaceRecord>;
+    /// `Precondition` for the built-in workspace, `Conflict` for a taken name.
+    async fn patch_workspace(&self, id: i32, patch: &WorkspacePatch) -> StoreResult<()>;
+    async fn set_workspace_archived(&self, id: i32, archived: bool) -> StoreResult<()>;
+    /// Pins (`Some(time)`) or unpins the workspace for one user.
+    async fn set_workspace_pinned(&self, id: i32, user_id: i32, pinned: Option<DateTime<Utc>>) -> StoreResult<()>;
+    /// Deletes it with everything in it, or records why not (see [`Deletion`]).
+    async fn delete_workspace(&self, id: i32) -> StoreResult<Deletion>;
+    /// `Conflict` for a name taken in the workspace or a taken key.
+    async fn create_project(&self, project: NewProject) -> StoreResult<ProjectRecord>;
+    async fn project_summary(&self, id: i32) -> StoreResult<ProjectSummary>;
+    /// A page of one workspace's projects and the total matching the filter.
+    async fn project_page(&self, filter: &ProjectFilter) -> StoreResult<(Vec<ProjectSummary>, i64)>;
+    async fn patch_project(&self, id: i32, patch: &ProjectPatch) -> StoreResult<ProjectRecord>;
+    async fn set_project_archived(&self, id: i32, archived: bool) -> StoreResult<()>;
+    async fn delete_project(&self, id: i32) -> StoreResult<Deletion>;
+    /// `NotFound` names the experiment or the destination project.
+    async fn move_experiment(&self, experiment_id: i32, project_id: i32) -> StoreResult<()>;
 
     // ---- experiments ----
     // State changes write `end_time` as given: a terminal state sets it, any other clears it.

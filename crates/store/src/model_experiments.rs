@@ -1,4 +1,4 @@
-//! Records of workspaces, projects and experiments.
+//! Records of experiments (workspaces and projects: `model_workspaces.rs`).
 //!
 //! States are stored as upstream's wire enum names (`STATE_ACTIVE`, ...): the store writes what it
 //! is given, and the master owns the transition rules.
@@ -12,32 +12,6 @@ use crate::model::OrderDirection;
 /// by the schema.
 pub const DEFAULT_WORKSPACE_ID: i32 = 1;
 pub const DEFAULT_PROJECT_ID: i32 = 1;
-
-/// A project with the workspace it belongs to.
-#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
-pub struct WorkspaceRecord {
-    pub id: i32,
-    pub name: String,
-    pub archived: bool,
-    pub immutable: bool,
-    pub user_id: Option<i32>,
-    /// The creator's username; empty for the built-in workspace.
-    pub username: String,
-    pub num_projects: i64,
-    pub num_experiments: i64,
-}
-
-#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
-pub struct ProjectRecord {
-    pub id: i32,
-    pub name: String,
-    pub description: String,
-    pub workspace_id: i32,
-    pub workspace_name: String,
-    pub archived: bool,
-    pub immutable: bool,
-    pub user_id: Option<i32>,
-}
 
 #[derive(Clone, Debug)]
 pub struct NewExperiment {

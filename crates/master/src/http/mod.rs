@@ -21,6 +21,7 @@ mod openapi;
 #[cfg(test)]
 mod openapi_tests;
 mod preview;
+mod projects;
 mod proxy;
 mod runs;
 mod runtime_allocations;
@@ -146,7 +147,18 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/trials/{id}/workloads", get(workloads::list))
         .route("/api/v1/tasks", get(tasks::list))
         .route("/tasks", get(tasks::legacy_list))
-        .route("/api/v1/workspaces", get(workspaces::list))
+        .route("/api/v1/workspaces", get(workspaces::list).post(workspaces::post))
+        .route("/api/v1/workspaces/{id}", get(workspaces::get).patch(workspaces::patch).delete(workspaces::delete))
+        .route("/api/v1/workspaces/{id}/archive", post(workspaces::archive))
+        .route("/api/v1/workspaces/{id}/unarchive", post(workspaces::unarchive))
+        .route("/api/v1/workspaces/{id}/pin", post(workspaces::pin))
+        .route("/api/v1/workspaces/{id}/unpin", post(workspaces::unpin))
+        .route("/api/v1/workspaces/{id}/projects", get(projects::list).post(projects::post))
+        .route("/api/v1/projects/{id}", get(projects::get).patch(projects::patch).delete(projects::delete))
+        .route("/api/v1/projects/{id}/archive", post(projects::archive))
+        .route("/api/v1/projects/{id}/unarchive", post(projects::unarchive))
+        .route("/api/v1/projects/{id}/experiments/move", post(projects::move_experiments))
+        .route("/api/v1/experiments/{id}/move", post(projects::move_experiment))
         .route("/api/v1/templates", get(templates::list))
         .route(
             "/api/v1/templates/{name}",

@@ -136,6 +136,7 @@ fn wire_enums() -> Vec<WireEnum> {
         workloads::MetricType,
         workspaces::WorkspaceState,
         workspaces::WorkspaceSortBy,
+        projects::ProjectSortBy,
     ]
 }
 

@@ -110,6 +110,17 @@ impl CommandService {
             merge_under(&mut config, &template.config);
         }
         self.container_defaults.merge_under(&mut config, DEFAULT_POOL);
+        let workspace_id = req.workspace_id.filter(|w| *w > 0).unwrap_or(1);
+        match self.store.workspace_by_id(workspace_id, caller.user.id).await {
+            Ok(w) if w.archived => {
+                return Err(ApiError::invalid(format!("workspace {:?} is archived: tasks cannot be launched in it", w.name)));
+            }
+            Ok(_) => {}
+            Err(StoreError::NotFound { .. }) => {
+                return Err(ApiError::not_found(format!("workspaceId: workspace {workspace_id} not found")));
+            }
+            Err(e) => return Err(e.into()),
+        }
         let launch = task_kinds::prepare(req.kind, &task_id, config, req.extra)?;
         let parsed = parse_kind_config(req.kind, &launch.config, &task_id)?;
         check_fits(&self.cluster.view(), &parsed.resource_pool, parsed.slots, "the task")?;
@@ -128,7 +139,7 @@ impl CommandService {
                 task_type: req.kind.as_str().to_owned(),
                 job_id: uuid::Uuid::new_v4().to_string(),
                 owner_id: caller.user.id,
-                workspace_id: req.workspace_id.filter(|w| *w > 0).unwrap_or(1),
+                workspace_id,
                 description: parsed.description.clone(),
                 config: parsed.json.clone(),
                 context,
@@ -263,8 +274,9 @@ impl CommandService {
         let agent_user = match agent_user {
             Some(agent) if agent.uid != 0 => Some(agent),
             _ => {
+                let workspace = self.store.workspace_by_id(record.workspace_id, 0).await.ok().and_then(|w| w.agent_user_group);
                 let link = self.store.user_by_id(record.owner_id).await?.agent_user_group();
-                Some(crate::cluster::resolve_task_user(link, self.default_task_user.clone()))
+                Some(crate::cluster::resolve_task_user(workspace, link, self.default_task_user.clone()))
             }
         };
         Ok(CommandView { record, allocation, containers, state, resource_pool, agent_user })

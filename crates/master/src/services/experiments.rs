@@ -137,7 +137,10 @@ impl ExperimentService {
             Some(name) => self.apply_template(&req.config_text, name).await?,
             None => req.config_text.clone(),
         };
-        let config = self.validate_config(&config_text)?;
+        // The project comes first: its workspace's checkpoint storage is merged under the config.
+        let project = self.resolve_project(req.project_id, &config_text).await?;
+        let workspace = self.store.workspace_by_id(project.workspace_id, caller.user.id).await?;
+        let config = self.validate_config_in(&config_text, workspace.checkpoint_storage_config)?;
         input_limits::check_text("name", &config.name, input_limits::NAME_BYTES)?;
         input_limits::check_text("description", config.description.as_deref().unwrap_or_default(), input_limits::DESCRIPTION_BYTES)?;
         input_limits::check_labels("labels", &config.labels)?;
@@ -146,7 +149,6 @@ impl ExperimentService {
         resolute_searcher::Searcher::new(searcher_config(&config)).map_err(|e| ApiError::invalid(e.to_string()))?;
         self.check_warm_start_source(&config).await?;
         let config_json = config.to_json();
-        let project = self.resolve_project(req.project_id, &config).await?;
         check_fits(&self.cluster.view(), &config.resources.resource_pool, config.resources.slots_per_trial, "each trial")?;
         if let Some(parent) = req.parent_id.filter(|p| *p != 0) {
             self.store.experiment_by_id(parent).await?;
@@ -219,10 +221,20 @@ impl ExperimentService {
 
     /// Parses, defaults and validates; every error in one message, each with its field path.
     pub(crate) fn validate_config(&self, text: &str) -> ApiResult<ExperimentConfig> {
+        self.validate_config_in(text, None)
+    }
+
+    /// [`validate_config`](Self::validate_config) for an experiment in a workspace with its own
+    /// checkpoint storage: merged under the experiment's, and over the master's (upstream's order).
+    pub(crate) fn validate_config_in(&self, text: &str, workspace_storage: Option<Value>) -> ApiResult<ExperimentConfig> {
         let with_defaults = self.with_container_defaults_text(text);
         let text = with_defaults.as_deref().unwrap_or(text);
         let seed = u32::try_from(db_now().timestamp().rem_euclid(i64::from(u32::MAX))).unwrap_or(0);
-        let defaults = Defaults::new(seed).with_checkpoint_storage(self.checkpoint_storage.clone());
+        let mut defaults = Defaults::new(seed);
+        if let Some(storage) = workspace_storage {
+            defaults = defaults.with_checkpoint_storage(storage);
+        }
+        let defaults = defaults.with_checkpoint_storage(self.checkpoint_storage.clone());
         match parse_experiment_config(text, &defaults) {
             Ok(parsed) => {
                 for warning in &parsed.warnings {
@@ -248,10 +260,17 @@ impl ExperimentService {
         Some(config.to_string())
     }
 
-    /// `project_id` when given, else the config's `workspace`/`project`, else the default project.
-    async fn resolve_project(&self, project_id: Option<i32>, config: &ExperimentConfig) -> ApiResult<ProjectRecord> {
-        let project = match (project_id.filter(|p| *p != 0), config.workspace.as_str(), config.project.as_str()) {
-            (Some(id), _, _) => self.store.project_by_id(id).await?,
+    /// `project_id` when given, else the config's `workspace`/`project` (read from the raw text,
+    /// before validation), else the default project. Refused when it or its workspace is archived.
+    async fn resolve_project(&self, project_id: Option<i32>, config_text: &str) -> ApiResult<ProjectRecord> {
+        let raw = resolute_expconf::yaml_to_json(config_text).unwrap_or(Value::Null);
+        let field = |key: &str| raw.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let (workspace, project) = (field("workspace"), field("project"));
+        let project = match (project_id.filter(|p| *p != 0), workspace.as_str(), project.as_str()) {
+            (Some(id), _, _) => self.store.project_by_id(id).await.map_err(|e| match e {
+                StoreError::NotFound { .. } => ApiError::not_found(format!("projectId: project {id} not found")),
+                other => other.into(),
+            })?,
             (None, "", "") => self.store.project_by_id(DEFAULT_PROJECT_ID).await?,
             (None, workspace, project) if !workspace.is_empty() && !project.is_empty() => {
                 self.store.project_by_names(workspace, project).await.map_err(|e| match e {
@@ -263,9 +282,7 @@ impl ExperimentService {
             }
             _ => return Err(ApiError::invalid("workspace and project: set both in the config, or neither")),
         };
-        if project.archived {
-            return Err(ApiError::invalid(format!("project {:?} is archived: experiments cannot be added to it", project.name)));
-        }
+        super::projects::check_open(&project, "experiments")?;
         Ok(project)
     }
 

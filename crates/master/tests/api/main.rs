@@ -36,6 +36,7 @@ mod tensorboards;
 mod trial_time_series;
 mod users;
 mod warm_starts;
+mod workspaces;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
 harness::api_test!(info::master_endpoint_is_camel_case);
@@ -147,3 +148,5 @@ harness::api_test!(input_limits::huge_numbers_and_odd_unicode);
 harness::api_test!(input_limits::a_grid_too_large_is_refused_with_its_size);
 harness::api_test!(input_limits::trial_reports_are_bounded_and_nul_free);
 harness::api_test!(input_limits::searches_over_the_trial_limit_are_refused);
+harness::api_test!(workspaces::workspace_errors_name_the_cause);
+harness::api_test!(workspaces::projects_and_experiments);

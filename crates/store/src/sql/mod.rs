@@ -14,6 +14,7 @@ mod lifecycle;
 mod log_group_commit;
 mod metric_batch;
 mod metrics;
+mod projects;
 mod sessions;
 mod sqlite_checkpoint;
 mod sqlite_metrics;
@@ -27,6 +28,7 @@ mod trial_warm_start;
 mod trials;
 mod users;
 mod workloads;
+mod workspace_writes;
 mod workspaces;
 
 use std::path::Path;

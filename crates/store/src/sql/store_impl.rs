@@ -14,9 +14,7 @@ use crate::log_chunk::NewLogChunk;
 use crate::model::{AuthenticatedSession, NewSession, NewUser, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord};
 use crate::model_checkpoints::{CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, NewCheckpoint};
 use crate::model_commands::{CommandTaskFilter, CommandTaskRecord, NewCommandTask, NewTemplate, TemplateFilter, TemplateRecord};
-use crate::model_experiments::{
-    ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment, ProjectRecord, WorkspaceRecord,
-};
+use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment};
 use crate::model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport};
 use crate::model_tasks::{
@@ -25,6 +23,10 @@ use crate::model_tasks::{
 };
 use crate::model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord};
 use crate::model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage};
+use crate::model_workspaces::{
+    Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSummary, WorkspaceFilter, WorkspacePatch,
+    WorkspaceRecord,
+};
 
 #[async_trait]
 impl Store for SqlStore {
@@ -94,6 +96,62 @@ impl Store for SqlStore {
 
     async fn list_workspaces(&self) -> StoreResult<Vec<WorkspaceRecord>> {
         self.list_workspaces_impl().await
+    }
+
+    async fn workspace_by_id(&self, id: i32, viewer_id: i32) -> StoreResult<WorkspaceRecord> {
+        self.workspace_by_id_impl(id, viewer_id).await
+    }
+
+    async fn workspace_page(&self, filter: &WorkspaceFilter) -> StoreResult<(Vec<WorkspaceRecord>, i64)> {
+        self.workspace_page_impl(filter).await
+    }
+
+    async fn create_workspace(&self, workspace: NewWorkspace) -> StoreResult<WorkspaceRecord> {
+        self.create_workspace_impl(workspace).await
+    }
+
+    async fn patch_workspace(&self, id: i32, patch: &WorkspacePatch) -> StoreResult<()> {
+        self.patch_workspace_impl(id, patch).await
+    }
+
+    async fn set_workspace_archived(&self, id: i32, archived: bool) -> StoreResult<()> {
+        self.set_workspace_archived_impl(id, archived).await
+    }
+
+    async fn set_workspace_pinned(&self, id: i32, user_id: i32, pinned: Option<DateTime<Utc>>) -> StoreResult<()> {
+        self.set_workspace_pinned_impl(id, user_id, pinned).await
+    }
+
+    async fn delete_workspace(&self, id: i32) -> StoreResult<Deletion> {
+        self.delete_workspace_impl(id).await
+    }
+
+    async fn create_project(&self, project: NewProject) -> StoreResult<ProjectRecord> {
+        self.create_project_impl(project).await
+    }
+
+    async fn project_summary(&self, id: i32) -> StoreResult<ProjectSummary> {
+        self.project_summary_impl(id).await
+    }
+
+    async fn project_page(&self, filter: &ProjectFilter) -> StoreResult<(Vec<ProjectSummary>, i64)> {
+        self.project_page_impl(filter).await
+    }
+
+    async fn patch_project(&self, id: i32, patch: &ProjectPatch) -> StoreResult<ProjectRecord> {
+        self.patch_project_impl(id, patch).await
+    }
+
+    async fn set_project_archived(&self, id: i32, archived: bool) -> StoreResult<()> {
+        self.set_project_archived_impl(id, archived).await
+    }
+
+    async fn delete_project(&self, id: i32) -> StoreResult<Deletion> {
+        self.delete_project_impl(id).await
+    }
+
+    async fn move_experiment(&self, experiment_id: i32, project_id: i32) -> StoreResult<()> {
+        self.move_experiment_impl(experiment_id, project_id).await
     }
 
     async fn create_experiment(&self, experiment: NewExperiment) -> StoreResult<ExperimentRecord> {

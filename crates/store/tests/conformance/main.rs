@@ -24,6 +24,7 @@ mod trial_warm_start;
 mod trials;
 mod users;
 mod workloads;
+mod workspaces;
 
 use resolute_store::Store;
 
@@ -96,6 +97,10 @@ harness::conformance!(templates::the_default_workspace_is_listed);
 harness::conformance!(templates::list_filters_and_pages);
 harness::conformance!(templates::delete_removes);
 harness::conformance!(templates::nul_names_are_refused_alike);
+harness::conformance!(workspaces::create_patch_and_conflicts);
+harness::conformance!(workspaces::list_filters_pins_and_pages);
+harness::conformance!(workspaces::projects_keys_counts_and_patches);
+harness::conformance!(workspaces::deletion_is_refused_while_experiments_run);
 
 async fn cluster_id_is_stable(store: &dyn Store) {
     let first = store.cluster_id().await.unwrap();
