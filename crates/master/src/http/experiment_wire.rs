@@ -90,13 +90,8 @@ pub fn trial(t: TrialRecord, latest_validation: Option<MetricRecord>) -> Trial {
         runner_state: t.runner_state,
         task_ids: vec![t.task_id.clone()],
         task_id: t.task_id,
-<<<<<<< HEAD
         summary_metrics: upstream_summary(t.summary_metrics),
-        warm_start_checkpoint_uuid: None,
-=======
-        summary_metrics: t.summary_metrics,
         warm_start_checkpoint_uuid: t.warm_start_checkpoint_uuid,
->>>>>>> continue
         end_reason: t.end_reason,
     }
 }
