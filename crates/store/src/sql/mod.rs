@@ -13,6 +13,8 @@ mod lifecycle;
 mod log_group_commit;
 mod metric_batch;
 mod metrics;
+mod model_versions;
+mod models;
 mod sessions;
 mod sqlite_checkpoint;
 mod sqlite_metrics;

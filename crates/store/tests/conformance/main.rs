@@ -13,6 +13,7 @@ mod logs;
 mod metric_summaries;
 mod metrics;
 mod metrics_current;
+mod models;
 mod odd_input;
 #[path = "../support/pg_databases.rs"]
 mod pg_databases;
@@ -92,6 +93,11 @@ harness::conformance!(templates::the_default_workspace_is_listed);
 harness::conformance!(templates::list_filters_and_pages);
 harness::conformance!(templates::delete_removes);
 harness::conformance!(templates::nul_names_are_refused_alike);
+harness::conformance!(models::create_fetch_and_conflict);
+harness::conformance!(models::model_list_filters_sorts_and_pages);
+harness::conformance!(models::patch_and_delete);
+harness::conformance!(models::versions_are_numbered_per_model);
+harness::conformance!(models::registered_checkpoints_are_kept);
 
 async fn cluster_id_is_stable(store: &dyn Store) {
     let first = store.cluster_id().await.unwrap();
