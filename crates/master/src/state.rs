@@ -6,6 +6,7 @@ use resolute_store::Store;
 
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
+use crate::services::models::ModelService;
 use crate::services::{
     AuthService, CommandService, ExperimentService, ProxyRegistry, SessionCache, TaskLogService, TaskService, TemplateService,
     TrialRuntimeService, UserService,
@@ -46,6 +47,8 @@ pub struct AppServices {
     /// Commands, notebooks, shells, TensorBoards and generic tasks.
     pub commands: CommandService,
     pub templates: TemplateService,
+    /// The model registry.
+    pub models: ModelService,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
@@ -77,6 +80,7 @@ impl AppState {
                 .with_container_defaults(config.container_defaults.clone())
                 .with_default_task_user(&config.security.default_task_user),
             templates: TemplateService::new(store.clone()),
+            models: ModelService::new(store.clone()),
             cluster,
             proxies: ProxyRegistry::new(),
             store,
