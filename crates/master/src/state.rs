@@ -6,6 +6,7 @@ use resolute_store::Store;
 
 use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
+use crate::services::models::ModelService;
 use crate::services::{
     AuthService, CommandService, ExperimentService, ProjectService, ProxyRegistry, SessionCache, TaskLogService, TaskService,
     TemplateService, TrialRuntimeService, UserService, WorkspaceService,
@@ -48,6 +49,8 @@ pub struct AppServices {
     pub templates: TemplateService,
     pub workspaces: WorkspaceService,
     pub projects: ProjectService,
+    /// The model registry.
+    pub models: ModelService,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
@@ -81,6 +84,7 @@ impl AppState {
             templates: TemplateService::new(store.clone()),
             workspaces: WorkspaceService::new(store.clone()),
             projects: ProjectService::new(store.clone()),
+            models: ModelService::new(store.clone()),
             cluster,
             proxies: ProxyRegistry::new(),
             store,

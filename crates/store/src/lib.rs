@@ -18,6 +18,7 @@ mod model_commands;
 mod model_experiments;
 mod model_logs;
 mod model_metrics;
+mod model_registry;
 mod model_tasks;
 mod model_trials;
 mod model_workloads;
@@ -42,6 +43,10 @@ pub use model_experiments::{
 pub use model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
 pub use model_metrics::{
     BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport, SearcherMetric, TRAINING_GROUP, VALIDATION_GROUP,
+};
+pub use model_registry::{
+    ModelFilter, ModelPatch, ModelRecord, ModelSort, ModelVersionFilter, ModelVersionPatch, ModelVersionRecord, ModelVersionSort, NewModel,
+    NewModelVersion,
 };
 pub use model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
@@ -304,6 +309,31 @@ pub trait Store: Send + Sync + 'static {
     async fn list_templates(&self, filter: &TemplateFilter) -> StoreResult<(Vec<TemplateRecord>, i64)>;
     /// `NotFound` when there is no template of that name.
     async fn delete_template(&self, name: &str) -> StoreResult<()>;
+
+    // ---- model registry ----
+
+    /// `Conflict` for a taken name, `NotFound` for a missing workspace.
+    async fn create_model(&self, model: NewModel) -> StoreResult<ModelRecord>;
+    async fn model_by_name(&self, name: &str) -> StoreResult<ModelRecord>;
+    async fn model_by_id(&self, id: i32) -> StoreResult<ModelRecord>;
+    /// The page and the total matching the filter.
+    async fn list_models(&self, filter: &ModelFilter) -> StoreResult<(Vec<ModelRecord>, i64)>;
+    /// `Conflict` when a new name is taken; sets `last_updated_time`.
+    async fn update_model(&self, id: i32, patch: &ModelPatch) -> StoreResult<ModelRecord>;
+    /// Deletes the model with its versions.
+    async fn delete_model(&self, id: i32) -> StoreResult<()>;
+    /// Registers the checkpoint as the model's next version (1 for the first); `NotFound` names
+    /// a missing checkpoint.
+    async fn create_model_version(&self, version: NewModelVersion) -> StoreResult<ModelVersionRecord>;
+    async fn model_version(&self, model_id: i32, version: i32) -> StoreResult<ModelVersionRecord>;
+    async fn list_model_versions(&self, model_id: i32, filter: &ModelVersionFilter) -> StoreResult<(Vec<ModelVersionRecord>, i64)>;
+    async fn update_model_version(&self, model_id: i32, version: i32, patch: &ModelVersionPatch) -> StoreResult<ModelVersionRecord>;
+    async fn delete_model_version(&self, model_id: i32, version: i32) -> StoreResult<()>;
+    /// Those of `uuids` that a model version references (sorted): such checkpoints are never
+    /// garbage-collected and their deletion is refused.
+    async fn registered_checkpoints(&self, uuids: &[String]) -> StoreResult<Vec<String>>;
+    /// The experiment's checkpoints that a model version references (sorted).
+    async fn experiment_registered_checkpoints(&self, experiment_id: i32) -> StoreResult<Vec<String>>;
 }
 
 /// The current time at the precision both backends keep (microseconds), so a value written and

@@ -16,6 +16,7 @@ mod info;
 mod logs;
 mod master_config;
 mod master_logs;
+mod models;
 mod ndjson;
 mod openapi;
 #[cfg(test)]
@@ -163,6 +164,15 @@ fn routes() -> Router<AppState> {
         .route(
             "/api/v1/templates/{name}",
             get(templates::get).post(templates::post).put(templates::put).patch(templates::patch).delete(templates::delete),
+        )
+        .route("/api/v1/models", get(models::list).post(models::create))
+        .route("/api/v1/models/{name}", get(models::get).patch(models::patch).delete(models::delete))
+        .route("/api/v1/models/{name}/archive", post(models::archive))
+        .route("/api/v1/models/{name}/unarchive", post(models::unarchive))
+        .route("/api/v1/models/{name}/versions", get(models::list_versions).post(models::create_version))
+        .route(
+            "/api/v1/models/{name}/versions/{version}",
+            get(models::get_version).patch(models::patch_version).delete(models::delete_version),
         )
         .route("/api/v1/commands", get(commands::list_commands).post(commands::launch_command))
         .route("/api/v1/commands/{id}", get(commands::get_command))

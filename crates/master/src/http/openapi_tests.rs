@@ -128,6 +128,8 @@ fn wire_enums() -> Vec<WireEnum> {
         tasks::TaskState,
         tasks::DeviceType,
         templates::TemplateSortBy,
+        models::ModelSortBy,
+        models::ModelVersionSortBy,
         trials::TrialState,
         trials::TrialSortBy,
         users::UserSortBy,

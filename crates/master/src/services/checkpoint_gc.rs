@@ -281,6 +281,14 @@ pub async fn delete_checkpoints(store: &dyn Store, caller: &Principal, uuids: &[
     if uuids.is_empty() {
         return Err(ApiError::invalid("checkpointUuids must name at least one checkpoint"));
     }
+    // As upstream: a checkpoint a model version references is never deleted.
+    let registered = store.registered_checkpoints(uuids).await?;
+    if !registered.is_empty() {
+        return Err(ApiError::invalid(format!(
+            "checkpoints {} are registered in the model registry and cannot be deleted; delete their model versions first",
+            registered.join(", ")
+        )));
+    }
     let mut by_experiment: BTreeMap<i32, Vec<String>> = BTreeMap::new();
     for uuid in uuids {
         let checkpoint = store.checkpoint_by_uuid(uuid).await?;

@@ -176,6 +176,16 @@ impl ExperimentService {
                 format!("cannot delete experiment {id}: it is {state}; cancel or kill it first"),
             ));
         }
+        let registered = self.store.experiment_registered_checkpoints(id).await?;
+        if !registered.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::FailedPrecondition,
+                format!(
+                    "cannot delete experiment {id}: its checkpoints {} are registered as model versions; delete those versions first",
+                    registered.join(", ")
+                ),
+            ));
+        }
         self.store.delete_experiment(id).await?;
         tracing::info!(experiment = id, by = %caller.user.username, "deleted experiment");
         Ok(())

@@ -19,6 +19,7 @@ mod loop_hooks;
 pub mod metric_reporters;
 mod metrics_writer;
 pub mod model_def;
+pub mod models;
 mod notebook_activity;
 pub mod paging;
 mod projects;

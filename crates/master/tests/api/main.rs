@@ -19,6 +19,7 @@ mod logs;
 mod master_cluster;
 mod master_restart;
 mod metrics_ingest;
+mod models;
 #[path = "../../../store/tests/support/pg_databases.rs"]
 mod pg_databases;
 mod proxy;
@@ -39,6 +40,9 @@ mod warm_starts;
 mod workspaces;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
+harness::api_test!(models::models_create_get_list_patch_delete);
+harness::api_test!(models::versions_register_list_patch_delete);
+harness::api_test!(models::registered_checkpoints_survive_gc_and_deletion);
 harness::api_test!(info::master_endpoint_is_camel_case);
 harness::api_test!(info::openapi_document_lists_endpoints);
 harness::api_test!(info::unknown_route_is_json_404);

@@ -221,7 +221,8 @@ impl SqlStore {
         // Upstream's rule: rank the experiment's completed checkpoints by searcher metric (best
         // first, no metric last) across the experiment and within each trial, and by steps within
         // each trial; delete those outside the kept best of both rankings (or without a metric)
-        // that are not among the trial's latest.
+        // that are not among the trial's latest. A checkpoint registered in the model registry is
+        // never collected (it still counts in the rankings, as upstream).
         let best_first = if policy.smaller_is_better { "ASC" } else { "DESC" };
         let sql = format!(
             "SELECT uuid FROM (SELECT uuid, searcher_metric, \
@@ -231,6 +232,7 @@ impl SqlStore {
                ROW_NUMBER() OVER (PARTITION BY trial_id ORDER BY steps_completed DESC, report_time DESC, uuid) AS trial_order_rank \
              FROM checkpoints WHERE experiment_id = $1 AND state = $2) ranked \
              WHERE ((experiment_rank > $3 AND trial_rank > $4) OR searcher_metric IS NULL) AND trial_order_rank > $5 \
+               AND uuid NOT IN (SELECT checkpoint_uuid FROM model_versions) \
              ORDER BY uuid"
         );
         let uuids = on_pool!(self, pool => {

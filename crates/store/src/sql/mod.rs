@@ -15,6 +15,8 @@ mod log_group_commit;
 mod metric_batch;
 mod metrics;
 mod projects;
+mod model_versions;
+mod models;
 mod sessions;
 mod sqlite_checkpoint;
 mod sqlite_metrics;

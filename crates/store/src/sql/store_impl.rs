@@ -17,6 +17,9 @@ use crate::model_commands::{CommandTaskFilter, CommandTaskRecord, NewCommandTask
 use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment};
 use crate::model_logs::{LogFields, LogFilter, LogRecord, NewLogLine};
 use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission, MetricRecord, NewMetricReport};
+use crate::model_registry::{
+    ModelFilter, ModelPatch, ModelRecord, ModelVersionFilter, ModelVersionPatch, ModelVersionRecord, NewModel, NewModelVersion,
+};
 use crate::model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
@@ -451,5 +454,57 @@ impl Store for SqlStore {
 
     async fn delete_template(&self, name: &str) -> StoreResult<()> {
         self.delete_template_impl(name).await
+    }
+
+    async fn create_model(&self, model: NewModel) -> StoreResult<ModelRecord> {
+        self.create_model_impl(model).await
+    }
+
+    async fn model_by_name(&self, name: &str) -> StoreResult<ModelRecord> {
+        self.model_by_name_impl(name).await
+    }
+
+    async fn model_by_id(&self, id: i32) -> StoreResult<ModelRecord> {
+        self.model_by_id_impl(id).await
+    }
+
+    async fn list_models(&self, filter: &ModelFilter) -> StoreResult<(Vec<ModelRecord>, i64)> {
+        self.list_models_impl(filter).await
+    }
+
+    async fn update_model(&self, id: i32, patch: &ModelPatch) -> StoreResult<ModelRecord> {
+        self.update_model_impl(id, patch).await
+    }
+
+    async fn delete_model(&self, id: i32) -> StoreResult<()> {
+        self.delete_model_impl(id).await
+    }
+
+    async fn create_model_version(&self, version: NewModelVersion) -> StoreResult<ModelVersionRecord> {
+        self.create_model_version_impl(version).await
+    }
+
+    async fn model_version(&self, model_id: i32, version: i32) -> StoreResult<ModelVersionRecord> {
+        self.model_version_impl(model_id, version).await
+    }
+
+    async fn list_model_versions(&self, model_id: i32, filter: &ModelVersionFilter) -> StoreResult<(Vec<ModelVersionRecord>, i64)> {
+        self.list_model_versions_impl(model_id, filter).await
+    }
+
+    async fn update_model_version(&self, model_id: i32, version: i32, patch: &ModelVersionPatch) -> StoreResult<ModelVersionRecord> {
+        self.update_model_version_impl(model_id, version, patch).await
+    }
+
+    async fn delete_model_version(&self, model_id: i32, version: i32) -> StoreResult<()> {
+        self.delete_model_version_impl(model_id, version).await
+    }
+
+    async fn registered_checkpoints(&self, uuids: &[String]) -> StoreResult<Vec<String>> {
+        self.registered_checkpoints_impl(uuids).await
+    }
+
+    async fn experiment_registered_checkpoints(&self, experiment_id: i32) -> StoreResult<Vec<String>> {
+        self.experiment_registered_checkpoints_impl(experiment_id).await
     }
 }

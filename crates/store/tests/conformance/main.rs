@@ -14,6 +14,7 @@ mod logs;
 mod metric_summaries;
 mod metrics;
 mod metrics_current;
+mod models;
 mod odd_input;
 #[path = "../support/pg_databases.rs"]
 mod pg_databases;
@@ -101,6 +102,11 @@ harness::conformance!(workspaces::create_patch_and_conflicts);
 harness::conformance!(workspaces::list_filters_pins_and_pages);
 harness::conformance!(workspaces::projects_keys_counts_and_patches);
 harness::conformance!(workspaces::deletion_is_refused_while_experiments_run);
+harness::conformance!(models::create_fetch_and_conflict);
+harness::conformance!(models::model_list_filters_sorts_and_pages);
+harness::conformance!(models::patch_and_delete);
+harness::conformance!(models::versions_are_numbered_per_model);
+harness::conformance!(models::registered_checkpoints_are_kept);
 
 async fn cluster_id_is_stable(store: &dyn Store) {
     let first = store.cluster_id().await.unwrap();
