@@ -141,6 +141,9 @@ pub trait Store: Send + Sync + 'static {
     async fn set_trial_runner_state(&self, id: i32, runner_state: &str) -> StoreResult<()>;
     async fn set_trial_progress(&self, id: i32, progress: Option<f64>) -> StoreResult<()>;
     async fn set_trial_end_reason(&self, id: i32, reason: Option<&str>) -> StoreResult<()>;
+    /// Sets the trial's start time to `at` unless one of its task's allocations was already
+    /// placed on an agent (call it before recording this placement); whether it changed.
+    async fn mark_trial_started(&self, id: i32, at: DateTime<Utc>) -> StoreResult<bool>;
 
     // ---- metrics ----
 

@@ -5,6 +5,7 @@ mod auth;
 mod bad_input;
 mod checkpoint_files;
 mod cluster_loop;
+mod lifecycle;
 mod context;
 mod experiment_actions;
 mod experiment_lists;
@@ -80,6 +81,11 @@ harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
 harness::api_test!(cluster_loop::kill_stops_the_process);
 harness::api_test!(cluster_loop::duplicate_agent_id_is_refused);
 harness::api_test!(cluster_loop::remote_agents_need_a_join_secret);
+harness::api_test!(lifecycle::queued_then_running_with_trials_from_the_start);
+harness::api_test!(lifecycle::a_paused_experiment_has_its_trials);
+harness::api_test!(lifecycle::killing_the_only_trial_cancels_the_experiment);
+harness::api_test!(lifecycle::pause_and_activate_in_a_tight_loop);
+harness::api_test!(lifecycle::an_errored_search_is_not_done);
 
 #[tokio::test]
 async fn agents_without_the_join_secret_are_refused() {

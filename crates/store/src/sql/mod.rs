@@ -22,6 +22,7 @@ mod task_logs;
 mod task_logs_legacy;
 mod tasks;
 mod templates;
+mod trial_start;
 mod trials;
 mod users;
 mod workloads;

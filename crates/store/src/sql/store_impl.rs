@@ -200,6 +200,10 @@ impl Store for SqlStore {
         self.set_trial_end_reason_impl(id, reason).await
     }
 
+    async fn mark_trial_started(&self, id: i32, at: DateTime<Utc>) -> StoreResult<bool> {
+        self.mark_trial_started_impl(id, at).await
+    }
+
     async fn insert_metrics(&self, reports: &[NewMetricReport]) -> StoreResult<()> {
         self.insert_metrics_impl(reports).await
     }

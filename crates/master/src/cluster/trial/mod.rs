@@ -2,6 +2,7 @@
 //! (`trial_flow`), the environment its harness process gets (`task_env`) and what its exit means
 //! (`exit`). The loop calls into it through the `AllocationOwner::Trial` arms in `allocations.rs`.
 
+pub(super) mod display_state;
 mod exit;
 mod experiment_flow;
 pub(super) mod runs;
