@@ -69,7 +69,8 @@ impl Orchestrator {
         let id = request.allocation_id.clone();
         self.rm.submit(request)?;
         self.handle.signals().register(&id);
-        self.allocations.insert(id, AllocationRun { owner, containers: 0, running: false, preempted: false, acknowledged: false, exits: Vec::new() });
+        self.allocations
+            .insert(id, AllocationRun { owner, containers: 0, running: false, preempted: false, acknowledged: false, exits: Vec::new() });
         Ok(())
     }
 

@@ -142,7 +142,11 @@ pub async fn trials_and_checkpoints(m: &TestMaster) {
     // Paused: the searcher's one trial exists (paused) when the create call returns; it plays the
     // finished trial here, beside a seeded active one.
     let id = create(m, &admin, yaml, false).await;
-    let first = m.store.list_trials(&resolute_store::TrialFilter { experiment_id: i32::try_from(id).unwrap(), ..Default::default() }).await.unwrap();
+    let first = m
+        .store
+        .list_trials(&resolute_store::TrialFilter { experiment_id: i32::try_from(id).unwrap(), ..Default::default() })
+        .await
+        .unwrap();
     assert_eq!(first.trials.len(), 1, "{first:?}");
     m.store.update_trial_state(first.trials[0].id, "STATE_COMPLETED", Some(db_now())).await.unwrap();
     let t1 = m.store.trial_by_id(first.trials[0].id).await.unwrap();

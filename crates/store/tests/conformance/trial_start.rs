@@ -9,7 +9,13 @@ pub async fn start_time_is_the_first_placement(store: &dyn Store) {
     let e = experiment(store, "starts").await;
     let t = trial(store, e.id, 1).await;
     store
-        .create_task(NewTask { task_id: t.task_id.clone(), task_type: "TASK_TYPE_TRIAL".into(), start_time: db_now(), job_id: None, owner_id: None })
+        .create_task(NewTask {
+            task_id: t.task_id.clone(),
+            task_type: "TASK_TYPE_TRIAL".into(),
+            start_time: db_now(),
+            job_id: None,
+            owner_id: None,
+        })
         .await
         .unwrap();
     let allocation = |n: i64| NewAllocation {

@@ -61,8 +61,7 @@ impl Orchestrator {
     }
 
     async fn try_sync_display_states(&mut self) -> LoopResult<()> {
-        let mut trials: Vec<(i32, i32, Option<TrialState>)> =
-            self.trials.iter().map(|(id, t)| (*id, t.experiment_id, None)).collect();
+        let mut trials: Vec<(i32, i32, Option<TrialState>)> = self.trials.iter().map(|(id, t)| (*id, t.experiment_id, None)).collect();
         for entry in &mut trials {
             entry.2 = self.trial_substate(entry.0);
         }
