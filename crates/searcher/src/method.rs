@@ -48,7 +48,9 @@ impl TrialRecord {
 
     /// The trial's share of its work done, for searches whose progress is an average over trials.
     pub(crate) fn fraction_done(&self, length: Option<u64>) -> f64 {
-        if self.closed {
+        // A trial that failed did not do its work: it counts for what it trained, so a search
+        // whose trials all failed does not read as done.
+        if self.closed && self.exit != Some(ExitReason::Errored) {
             return 1.0;
         }
         let by_length = match length {

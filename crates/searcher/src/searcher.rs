@@ -251,9 +251,10 @@ impl Searcher {
         Ok(())
     }
 
-    /// Experiment progress in [0, 1]; 1 once the search has shut down.
+    /// Experiment progress in [0, 1]; 1 once the search has shut down successfully (a failed
+    /// search keeps the progress its trials made).
     pub fn progress(&self) -> f64 {
-        if self.state.shutdown.is_some() {
+        if self.state.shutdown == Some(false) {
             return 1.0;
         }
         let p = self.method.progress(&self.state.trials);
@@ -415,6 +416,29 @@ mod tests {
         let ops = s.validation_completed(RequestId(2), f64::NAN, 1).unwrap();
         assert_eq!(ops[0], Operation::Stop { request_id: RequestId(2) });
         assert_eq!(s.trial(RequestId(2)).unwrap().last_metric, None);
+    }
+
+    #[test]
+    fn a_failed_search_keeps_the_progress_its_trials_made() {
+        let config = SearcherConfig { method: MethodConfig::Random(RandomConfig::new(2)), ..asha(true) };
+        let mut s = Searcher::new(config).unwrap();
+        s.initial_operations().unwrap();
+        for id in [RequestId(1), RequestId(2)] {
+            s.trial_created(id).unwrap();
+            s.set_trial_progress(id, 0.3).unwrap();
+            s.trial_exited_early(id, ExitReason::Errored).unwrap();
+            s.trial_closed(id).unwrap();
+        }
+        assert_eq!(s.shutdown(), Some(true));
+        assert!((s.progress() - 0.3).abs() < 1e-9, "an errored search is not done: {}", s.progress());
+
+        let config = SearcherConfig { method: MethodConfig::Random(RandomConfig::new(1)), ..asha(true) };
+        let mut ok = Searcher::new(config).unwrap();
+        ok.initial_operations().unwrap();
+        ok.trial_created(RequestId(1)).unwrap();
+        ok.set_trial_progress(RequestId(1), 0.3).unwrap();
+        ok.trial_closed(RequestId(1)).unwrap();
+        assert_eq!((ok.shutdown(), ok.progress()), (Some(false), 1.0));
     }
 
     #[test]

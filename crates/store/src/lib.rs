@@ -189,6 +189,9 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// Records the checkpoint the trial starts from (a warm start; `sql/trial_warm_start.rs`).
     async fn set_trial_warm_start(&self, id: i32, checkpoint_uuid: &str) -> StoreResult<()>;
+    /// Sets the trial's start time to `at` unless one of its task's allocations was already
+    /// placed on an agent (call it before recording this placement); whether it changed.
+    async fn mark_trial_started(&self, id: i32, at: DateTime<Utc>) -> StoreResult<bool>;
 
     // ---- metrics ----
 

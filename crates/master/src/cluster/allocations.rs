@@ -23,6 +23,8 @@ pub(super) struct AllocationRun {
     pub owner: AllocationOwner,
     /// Processes started (0 while queued).
     pub containers: usize,
+    /// The resource manager reported the processes running (not just placed and starting).
+    pub running: bool,
     pub preempted: bool,
     pub acknowledged: bool,
     /// Exits seen so far: `(container id, exit code, failure)`; the allocation ends when every
@@ -67,7 +69,8 @@ impl Orchestrator {
         let id = request.allocation_id.clone();
         self.rm.submit(request)?;
         self.handle.signals().register(&id);
-        self.allocations.insert(id, AllocationRun { owner, containers: 0, preempted: false, acknowledged: false, exits: Vec::new() });
+        self.allocations
+            .insert(id, AllocationRun { owner, containers: 0, running: false, preempted: false, acknowledged: false, exits: Vec::new() });
         Ok(())
     }
 
@@ -157,7 +160,9 @@ impl Orchestrator {
     pub(super) async fn rm_event(&mut self, event: RmEvent) -> LoopResult<()> {
         match event {
             RmEvent::Running { allocation_id, ports, .. } => {
-                let Some(owner) = self.allocations.get(&allocation_id).map(|a| a.owner.clone()) else { return Ok(()) };
+                let Some(allocation) = self.allocations.get_mut(&allocation_id) else { return Ok(()) };
+                allocation.running = true;
+                let owner = allocation.owner.clone();
                 if let AllocationOwner::Task(task_id) = &owner {
                     self.command_running(task_id, &ports);
                 }

@@ -43,6 +43,9 @@ pub enum ClusterEvent {
     /// An experiment was created or its state changed through the API (activate, pause, cancel,
     /// kill): the loop reconciles its trials with the new state.
     ExperimentChanged { experiment_id: i32 },
+    /// An experiment was stored by `POST /api/v1/experiments`: the loop creates its first trials
+    /// (paused ones too) and then answers on `done`, so the create response's caller finds them.
+    ExperimentCreated { experiment_id: i32, done: tokio::sync::oneshot::Sender<()> },
     /// A validation report was stored for the trial (`metrics` are its `avgMetrics`).
     ValidationReported { trial_id: i32, trial_run_id: i32, steps_completed: i64, metrics: Map<String, Value> },
     /// A completed checkpoint was stored for the trial: a PBT child waiting for its parent's
@@ -101,6 +104,18 @@ impl ClusterHandle {
     /// Queues an event for the loop; dropped silently once the loop has stopped (shutdown).
     pub fn notify(&self, event: ClusterEvent) {
         let _ = self.events.send(event);
+    }
+
+    /// Has the loop take in a new experiment and waits (up to `timeout`) until it has created the
+    /// experiment's first trials. A loop that has stopped or is slower than `timeout` is not an
+    /// error: the trials appear once it gets there.
+    pub async fn experiment_created(&self, experiment_id: i32, timeout: Duration) {
+        let (done, created) = tokio::sync::oneshot::channel();
+        if self.events.send(ClusterEvent::ExperimentCreated { experiment_id, done }).is_ok()
+            && tokio::time::timeout(timeout, created).await.is_err()
+        {
+            tracing::warn!(experiment = experiment_id, "the cluster loop has not created the experiment's trials yet");
+        }
     }
 
     /// Queues `event` after `delay` (for the loop's own deadlines).

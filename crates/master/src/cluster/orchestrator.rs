@@ -42,6 +42,8 @@ pub struct Orchestrator {
     /// The trial kind's state.
     pub(super) experiments: HashMap<i32, ExperimentRun>,
     pub(super) trials: HashMap<i32, TrialRun>,
+    /// The QUEUED/RUNNING substates last written (`trial/display_state.rs`).
+    pub(super) display: super::trial::display_state::DisplayStates,
     /// The command kind's state (commands, notebooks, shells, TensorBoards, generic tasks).
     pub(super) commands: HashMap<String, CommandRun>,
     pub(super) timing: Timing,
@@ -74,6 +76,7 @@ impl Orchestrator {
             allocations: HashMap::new(),
             experiments: HashMap::new(),
             trials: HashMap::new(),
+            display: Default::default(),
             commands: HashMap::new(),
             timing,
         }
@@ -92,6 +95,13 @@ impl Orchestrator {
         let described = format!("{event:?}");
         let result = match event {
             ClusterEvent::ExperimentChanged { experiment_id } => self.experiment_changed(experiment_id).await,
+            ClusterEvent::ExperimentCreated { experiment_id, done } => {
+                let result = self.experiment_changed(experiment_id).await;
+                // The trials' QUEUED states are written before the creator hears back.
+                self.sync_display_states().await;
+                let _ = done.send(());
+                result
+            }
             ClusterEvent::ValidationReported { trial_id, trial_run_id, steps_completed, metrics } => {
                 self.validation_reported(trial_id, trial_run_id, steps_completed, &metrics).await
             }
@@ -145,6 +155,7 @@ impl Orchestrator {
                 self.launch_failed(&id, format!("the master could not start it: {e}")).await;
             }
         }
+        self.sync_display_states().await;
         self.handle.publish(self.rm.view());
     }
 }

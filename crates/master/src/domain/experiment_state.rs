@@ -1,7 +1,8 @@
 //! The experiment state machine (upstream's Appendix B), as pure functions so the HTTP actions
 //! and the coming scheduler loop apply the same rules.
 //!
-//! ACTIVE ↔ PAUSED; ACTIVE/PAUSED → STOPPING_{COMPLETED,CANCELED,KILLED,ERROR} → COMPLETED /
+//! ACTIVE (or a substate: QUEUED, PULLING, STARTING, RUNNING, which the loop derives from the
+//! trials' allocations and which behave exactly like ACTIVE here) ↔ PAUSED; ACTIVE/PAUSED → STOPPING_{COMPLETED,CANCELED,KILLED,ERROR} → COMPLETED /
 //! CANCELED (after cancel *and* kill) / ERROR; a terminal experiment may be deleted. A stopping
 //! state is only ever escalated (completed < canceled < killed, error), never downgraded.
 
@@ -23,6 +24,10 @@ pub enum ExperimentState {
     Deleting,
     DeleteFailed,
     Deleted,
+    Queued,
+    Pulling,
+    Starting,
+    Running,
 }
 
 /// What a user (or the scheduler) asks of an experiment.
@@ -48,6 +53,10 @@ impl ExperimentState {
         ExperimentState::Deleting,
         ExperimentState::DeleteFailed,
         ExperimentState::Deleted,
+        ExperimentState::Queued,
+        ExperimentState::Pulling,
+        ExperimentState::Starting,
+        ExperimentState::Running,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -64,11 +73,32 @@ impl ExperimentState {
             ExperimentState::Deleting => "STATE_DELETING",
             ExperimentState::DeleteFailed => "STATE_DELETE_FAILED",
             ExperimentState::Deleted => "STATE_DELETED",
+            ExperimentState::Queued => "STATE_QUEUED",
+            ExperimentState::Pulling => "STATE_PULLING",
+            ExperimentState::Starting => "STATE_STARTING",
+            ExperimentState::Running => "STATE_RUNNING",
         }
     }
 
     pub fn parse(name: &str) -> Option<ExperimentState> {
         ExperimentState::ALL.iter().copied().find(|s| s.as_str() == name)
+    }
+
+    /// `ACTIVE` or one of its substates (see `states::ACTIVE_STATE_NAMES`).
+    pub fn is_active(self) -> bool {
+        super::states::is_active_state_name(self.as_str())
+    }
+
+    /// The state the loop reasons with: every active substate is `ACTIVE`.
+    pub fn intent(self) -> ExperimentState {
+        if self.is_active() { ExperimentState::Active } else { self }
+    }
+
+    /// The stored names `self` may be found under: all active substates for an active state,
+    /// else just its own (for compare-and-set updates that must not lose a race with the loop's
+    /// QUEUED/RUNNING bookkeeping).
+    pub fn stored_names(self) -> Vec<&'static str> {
+        if self.is_active() { super::states::ACTIVE_STATE_NAMES.to_vec() } else { vec![self.as_str()] }
     }
 
     /// Finished for good: the only states an experiment may be archived or deleted in.
@@ -155,14 +185,16 @@ pub fn apply(from: ExperimentState, action: ExperimentAction) -> Result<Experime
         ExperimentAction::Activate | ExperimentAction::Pause => {
             let target = if action == ExperimentAction::Activate { S::Active } else { S::Paused };
             match from {
-                S::Active | S::Paused => Ok(target),
+                // Activating a queued or running experiment leaves it where it is.
+                s if s.is_active() && target == S::Active => Ok(s),
+                s if s.is_active() || s == S::Paused => Ok(target),
                 _ => illegal,
             }
         }
         ExperimentAction::Cancel | ExperimentAction::Kill => {
             let target = if action == ExperimentAction::Cancel { S::StoppingCanceled } else { S::StoppingKilled };
             match from {
-                S::Active | S::Paused => Ok(target),
+                s if s.is_active() || s == S::Paused => Ok(target),
                 s if s.is_stopping() => Ok(if target.stop_rank() > s.stop_rank() { target } else { s }),
                 s if s.is_terminal() => Ok(s),
                 _ => illegal,
@@ -193,7 +225,8 @@ mod tests {
         for state in ExperimentState::ALL {
             assert_eq!(ExperimentState::parse(state.as_str()), Some(*state));
         }
-        assert_eq!(ExperimentState::parse("STATE_RUNNING"), None);
+        assert_eq!(ExperimentState::parse("STATE_RUNNING"), Some(Running));
+        assert_eq!(ExperimentState::parse("STATE_NOPE"), None);
     }
 
     #[test]
@@ -202,6 +235,22 @@ mod tests {
         assert_eq!(apply(Paused, Pause), Ok(Paused));
         assert_eq!(apply(Paused, Activate), Ok(Active));
         assert_eq!(apply(Active, Activate), Ok(Active));
+    }
+
+    #[test]
+    fn queued_and_running_experiments_act_as_active_ones() {
+        for from in [Queued, Pulling, Starting, Running] {
+            assert!(from.is_active());
+            assert_eq!(from.intent(), Active);
+            assert_eq!(apply(from, Pause), Ok(Paused));
+            assert_eq!(apply(from, Activate), Ok(from), "activating an active experiment changes nothing");
+            assert_eq!(apply(from, Cancel), Ok(StoppingCanceled));
+            assert_eq!(apply(from, Kill), Ok(StoppingKilled));
+            assert_eq!(from.stored_names(), ["STATE_ACTIVE", "STATE_QUEUED", "STATE_PULLING", "STATE_STARTING", "STATE_RUNNING"]);
+        }
+        assert!(!Paused.is_active());
+        assert_eq!(Paused.intent(), Paused);
+        assert_eq!(Paused.stored_names(), ["STATE_PAUSED"]);
     }
 
     #[test]

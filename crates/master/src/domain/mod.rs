@@ -12,4 +12,4 @@ pub mod task_service;
 
 pub use experiment_state::{ExperimentAction, ExperimentState};
 pub use resolute_api::task_type::TaskType;
-pub use states::{AllocationState, CheckpointState, TrialState};
+pub use states::{ACTIVE_STATE_NAMES, AllocationState, CheckpointState, TrialState, is_active_state_name, widen_active_filter};

@@ -42,10 +42,41 @@ wire_states! {
         Completed => "STATE_COMPLETED",
         Canceled => "STATE_CANCELED",
         Error => "STATE_ERROR",
+        Queued => "STATE_QUEUED",
+        Pulling => "STATE_PULLING",
+        Starting => "STATE_STARTING",
+        Running => "STATE_RUNNING",
+    }
+}
+
+/// The states upstream counts as "active" for experiments and trials alike: `ACTIVE` and the
+/// substates that say where the work stands (waiting for resources, starting, running). Anything
+/// an active experiment or trial may do (pause, kill, be searched), these may do.
+pub const ACTIVE_STATE_NAMES: [&str; 5] = ["STATE_ACTIVE", "STATE_QUEUED", "STATE_PULLING", "STATE_STARTING", "STATE_RUNNING"];
+
+/// Whether a stored experiment or trial state name is one of [`ACTIVE_STATE_NAMES`].
+pub fn is_active_state_name(name: &str) -> bool {
+    ACTIVE_STATE_NAMES.contains(&name)
+}
+
+/// A state list filter with `STATE_ACTIVE` widened to every active substate, so a script asking
+/// for active experiments or trials still finds the queued and running ones.
+pub fn widen_active_filter(states: &mut Vec<String>) {
+    if states.iter().any(|s| s == "STATE_ACTIVE") {
+        for name in ACTIVE_STATE_NAMES {
+            if !states.iter().any(|s| s == name) {
+                states.push(name.to_owned());
+            }
+        }
     }
 }
 
 impl TrialState {
+    /// `ACTIVE` or one of its substates (queued, pulling, starting, running).
+    pub fn is_active(self) -> bool {
+        is_active_state_name(self.as_str())
+    }
+
     /// The states a trial never leaves.
     pub const TERMINAL: [TrialState; 3] = [TrialState::Completed, TrialState::Canceled, TrialState::Error];
 
@@ -102,5 +133,17 @@ mod tests {
         assert_eq!(TrialState::parse("STATE_NOPE"), None);
         assert!(TrialState::is_terminal_name("STATE_ERROR"));
         assert!(!TrialState::is_terminal_name("STATE_PAUSED"));
+    }
+
+    #[test]
+    fn active_means_active_or_a_substate() {
+        let active: Vec<_> = TrialState::ALL.iter().copied().filter(|s| s.is_active()).collect();
+        assert_eq!(active, [TrialState::Active, TrialState::Queued, TrialState::Pulling, TrialState::Starting, TrialState::Running]);
+        let mut filter = vec!["STATE_ACTIVE".to_owned(), "STATE_RUNNING".to_owned()];
+        widen_active_filter(&mut filter);
+        assert_eq!(filter, ["STATE_ACTIVE", "STATE_RUNNING", "STATE_QUEUED", "STATE_PULLING", "STATE_STARTING"]);
+        let mut paused = vec!["STATE_PAUSED".to_owned()];
+        widen_active_filter(&mut paused);
+        assert_eq!(paused, ["STATE_PAUSED"]);
     }
 }

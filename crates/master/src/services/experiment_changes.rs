@@ -14,8 +14,12 @@ use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
 
 /// Trial states that hold (or wait for) resources: a stopping experiment waits for these.
-const RUNNING_TRIAL_STATES: [TrialState; 5] = [
+const RUNNING_TRIAL_STATES: [TrialState; 9] = [
     TrialState::Active,
+    TrialState::Queued,
+    TrialState::Pulling,
+    TrialState::Starting,
+    TrialState::Running,
     TrialState::StoppingCanceled,
     TrialState::StoppingKilled,
     TrialState::StoppingCompleted,
@@ -156,7 +160,9 @@ impl ExperimentService {
                 return Ok(to);
             }
             let end_time = to.is_terminal().then(db_now);
-            if self.store.update_experiment_state_if(id, &[from.as_str()], to.as_str(), end_time).await? {
+            // The loop moves an active experiment between ACTIVE, QUEUED and RUNNING as its trials
+            // wait and run; an action on an active experiment applies whichever of those it is in.
+            if self.store.update_experiment_state_if(id, &from.stored_names(), to.as_str(), end_time).await? {
                 tracing::info!(experiment = id, from = %from, to = %to, by = %caller.user.username, "experiment state changed");
                 return Ok(to);
             }

@@ -64,7 +64,9 @@ impl ExperimentService {
     pub async fn trials(&self, experiment_id: i32, q: TrialListQuery) -> ApiResult<ListPage<TrialRecord>> {
         // A missing experiment is a 404, not an empty list.
         self.store.experiment_by_id(experiment_id).await?;
-        let mut filter = TrialFilter { experiment_id, states: q.states, sort: q.sort, order: q.order, offset: 0, limit: None };
+        let mut states = q.states;
+        crate::domain::widen_active_filter(&mut states);
+        let mut filter = TrialFilter { experiment_id, states, sort: q.sort, order: q.order, offset: 0, limit: None };
         // Upstream's CLI reads an experiment's trials unpaged (`det experiment describe`).
         let limit = page_limit(q.limit, MAX_UNPAGED_LIST);
         let total =

@@ -18,13 +18,16 @@ use serde_json::{Value, json};
 use super::fit_check::check_fits;
 use super::input_limits;
 use super::model_def::{ContextFile, build_archive};
-use crate::cluster::{ClusterEvent, ClusterHandle, DEFAULT_POOL};
+use crate::cluster::{ClusterHandle, DEFAULT_POOL};
 use crate::domain::experiment_state::ExperimentState;
 use crate::domain::search_config::searcher_config;
 use crate::domain::task_container_defaults::TaskContainerDefaults;
 use crate::error::{ApiError, ApiResult};
 use crate::services::Principal;
 use crate::services::paging::MAX_PAGE_SIZE;
+
+/// How long `create` waits for the loop to create an experiment's first trials.
+const CREATE_TRIALS_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// GetExperiments' page size when the request gives none (`limit` 0).
 const DEFAULT_PAGE_SIZE: i64 = 100;
@@ -179,8 +182,10 @@ impl ExperimentService {
             })
             .await?;
         tracing::info!(experiment = record.id, owner = %caller.user.username, state = %state, "created experiment");
+        // As upstream, the first trials exist (queued, or paused) when the create call returns.
+        self.cluster.experiment_created(record.id, CREATE_TRIALS_WAIT).await;
+        let record = self.store.experiment_by_id(record.id).await?;
         let view = self.view(record).await?;
-        self.cluster.notify(ClusterEvent::ExperimentChanged { experiment_id: view.record.id });
         Ok(CreatedExperiment { experiment: Some(view), config: config_json })
     }
 
@@ -304,10 +309,12 @@ impl ExperimentService {
             // No user by any of those names: nothing can match.
             return Ok(ListPage { items: Vec::new(), total: 0, start: 0, end: 0 });
         };
+        let mut states = q.states;
+        crate::domain::widen_active_filter(&mut states);
         let mut filter = ExperimentFilter {
             archived: q.archived,
             owner_ids,
-            states: q.states,
+            states,
             name: q.name.filter(|n| !n.is_empty()),
             labels: q.labels,
             project_id: q.project_id.filter(|p| *p != 0),

@@ -30,13 +30,14 @@ async fn act(m: &TestMaster, token: &str, id: i64, action: &str) -> crate::harne
 pub async fn state_transitions_follow_upstream(m: &TestMaster) {
     let admin = m.login("admin", "").await;
     let id = create(m, &admin, &minimal_yaml("states"), true).await;
+    // Active, and with no agent its trial waits for slots: QUEUED, as upstream shows it.
     for (action, expected) in
-        [("pause", "STATE_PAUSED"), ("pause", "STATE_PAUSED"), ("activate", "STATE_ACTIVE"), ("activate", "STATE_ACTIVE")]
+        [("pause", "STATE_PAUSED"), ("pause", "STATE_PAUSED"), ("activate", "STATE_QUEUED"), ("activate", "STATE_QUEUED")]
     {
         let r = act(m, &admin, id, action).await;
         assert_eq!(r.status, 200, "{action}: {}", r.text);
         assert_eq!(r.body, json!({}));
-        assert_eq!(state(m, &admin, id).await["state"], expected, "after {action}");
+        settled(m, &admin, id, expected).await;
     }
     // No agent, so the trial never started: the cancel settles in CANCELED, with an end time.
     assert_eq!(act(m, &admin, id, "cancel").await.status, 200);
@@ -66,7 +67,7 @@ pub async fn archive_and_delete_only_finished_experiments(m: &TestMaster) {
     let id = create(m, &admin, &minimal_yaml("arch"), true).await;
     let r = act(m, &admin, id, "archive").await;
     assert_error(&r, 400, "FailedPrecondition");
-    assert!(r.text.contains("STATE_ACTIVE"), "{}", r.text);
+    assert!(r.text.contains("STATE_QUEUED"), "{}", r.text);
     assert_error(&m.delete(&format!("/api/v1/experiments/{id}"), Some(&admin)).await, 400, "FailedPrecondition");
 
     act(m, &admin, id, "cancel").await;
@@ -154,7 +155,7 @@ pub async fn only_owner_or_admin_can_change(m: &TestMaster) {
     assert_eq!(m.get(&format!("/api/v1/experiments/{id}"), Some(&bob)).await.status, 200);
     assert_eq!(m.get(&format!("/api/v1/experiments/{id}/model_def"), Some(&bob)).await.status, 200);
     assert_eq!(m.get(&format!("/api/v1/experiments/{id}/trials"), Some(&bob)).await.status, 200);
-    assert_eq!(state(m, &bob, id).await["state"], "STATE_ACTIVE", "untouched");
+    assert_eq!(state(m, &bob, id).await["state"], "STATE_QUEUED", "untouched");
     // The owner and admins can.
     assert_eq!(act(m, &alice, id, "pause").await.status, 200);
     assert_eq!(m.patch(&format!("/api/v1/experiments/{id}"), Some(&admin), json!({"name": "adm"})).await.status, 200);

@@ -48,7 +48,8 @@ pub async fn list_filters_sorts_and_paginates(m: &TestMaster) {
         ("projectId=1&sortBy=SORT_BY_NAME", vec!["alpha", "bravo", "charlie", "delta"]),
         ("sortBy=SORT_BY_NAME&orderBy=ORDER_BY_DESC", vec!["delta", "charlie", "bravo", "alpha"]),
         ("sortBy=SORT_BY_USER&orderBy=ORDER_BY_DESC", vec!["delta", "charlie", "alpha", "bravo"]),
-        ("sortBy=SORT_BY_STATE", vec!["bravo", "charlie", "delta", "alpha"]),
+        // PAUSED sorts before QUEUED (no agent: the active ones wait for slots).
+        ("sortBy=SORT_BY_STATE", vec!["alpha", "bravo", "charlie", "delta"]),
         ("projectId=2", vec![]),
     ];
     for (query, expected) in cases {
@@ -136,10 +137,19 @@ async fn seed_validation(m: &TestMaster, trial: &TrialRecord, steps: i64, accura
 
 pub async fn trials_and_checkpoints(m: &TestMaster) {
     let admin = m.login("admin", "").await;
-    let yaml = "name: hp\nentrypoint: python3 train.py\nsearcher: {name: single, metric: accuracy, smaller_is_better: false}\n";
-    // Paused: the trials here are seeded, not created by the searcher.
+    let yaml = "name: hp\nentrypoint: python3 train.py\nsearcher: {name: single, metric: accuracy, smaller_is_better: false}\n\
+                hyperparameters: {lr: 0.1}\n";
+    // Paused: the searcher's one trial exists (paused) when the create call returns; it plays the
+    // finished trial here, beside a seeded active one.
     let id = create(m, &admin, yaml, false).await;
-    let t1 = seed_trial(m, id, 1, "STATE_COMPLETED", 0.1).await;
+    let first = m
+        .store
+        .list_trials(&resolute_store::TrialFilter { experiment_id: i32::try_from(id).unwrap(), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(first.trials.len(), 1, "{first:?}");
+    m.store.update_trial_state(first.trials[0].id, "STATE_COMPLETED", Some(db_now())).await.unwrap();
+    let t1 = m.store.trial_by_id(first.trials[0].id).await.unwrap();
     let t2 = seed_trial(m, id, 2, "STATE_ACTIVE", 0.2).await;
     seed_validation(m, &t1, 100, 0.5).await;
     seed_validation(m, &t1, 200, 0.9).await;

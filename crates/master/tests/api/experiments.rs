@@ -61,14 +61,15 @@ pub async fn seed_const_yaml_with_cli_context(m: &TestMaster) {
     let exp = &r.body["experiment"];
     assert_required_keys(exp);
     assert_eq!(exp["name"], "iris_const_testuser1");
-    assert_eq!(exp["state"], "STATE_ACTIVE");
+    // Its trial exists when the create call returns and, with no agent, waits for a slot.
+    assert_eq!(exp["state"], "STATE_QUEUED");
     assert_eq!(exp["username"], "admin");
     assert_eq!(exp["searcherType"], "single");
     assert_eq!(exp["searcherMetric"], "val_categorical_accuracy");
     assert_eq!(exp["originalConfig"], CONST_YAML);
     assert_eq!(exp["projectId"], 1);
     assert_eq!(exp["workspaceName"], "Uncategorized");
-    assert_eq!(exp["numTrials"], 0);
+    assert_eq!(exp["numTrials"], 1);
     assert_eq!(exp["checkpointSize"], "0", "int64 as a string");
     assert_eq!(exp["labels"], json!([]));
     assert!(exp.get("endTime").is_none());

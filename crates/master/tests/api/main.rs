@@ -14,6 +14,7 @@ mod generic_tasks;
 mod harness;
 mod info;
 mod input_limits;
+mod lifecycle;
 mod list_bounds;
 mod logs;
 mod master_cluster;
@@ -95,6 +96,11 @@ harness::api_test!(run_actions::run_actions_by_id);
 harness::api_test!(warm_starts::unknown_sources_are_refused_at_create);
 harness::api_test!(cluster_loop::duplicate_agent_id_is_refused);
 harness::api_test!(cluster_loop::remote_agents_need_a_join_secret);
+harness::api_test!(lifecycle::queued_then_running_with_trials_from_the_start);
+harness::api_test!(lifecycle::a_paused_experiment_has_its_trials);
+harness::api_test!(lifecycle::killing_the_only_trial_cancels_the_experiment);
+harness::api_test!(lifecycle::pause_and_activate_in_a_tight_loop);
+harness::api_test!(lifecycle::an_errored_search_is_not_done);
 
 #[tokio::test]
 async fn agents_without_the_join_secret_are_refused() {

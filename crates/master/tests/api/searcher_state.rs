@@ -24,13 +24,14 @@ pub async fn searcher_state_shows_rungs_and_decisions(m: &TestMaster) {
     let missing = m.get("/api/v1/experiments/999/searcher/state", Some(&token)).await;
     assert_eq!(missing.status, 404, "{}", missing.text);
 
-    // Paused: nothing requested yet, the plan is there.
+    // Paused: the first trials exist (paused, not training yet) and the plan is there.
     let r = m.post("/api/v1/experiments", Some(&token), json!({"config": ASHA, "modelDefinition": [], "activate": false})).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let id = r.body["experiment"]["id"].as_i64().unwrap();
     let s = state(m, &token, id).await;
     assert_eq!((s["method"].as_str(), s["unit"].as_str(), s["status"].as_str()), (Some("async_halving"), Some("batches"), Some("running")));
-    assert_eq!(s["trials"], json!([]));
+    let requested: Vec<_> = s["trials"].as_array().unwrap().iter().map(|t| (t["requestId"].as_u64(), t["timeProgress"].as_u64())).collect();
+    assert_eq!(requested, [(Some(1), Some(0)), (Some(2), Some(0))], "{s}");
     let rungs = &s["brackets"][0]["rungs"];
     assert_eq!((rungs[0]["length"].as_u64(), rungs[1]["length"].as_u64()), (Some(10), Some(40)), "{s}");
     assert_eq!(rungs[0]["recorded"], 0);

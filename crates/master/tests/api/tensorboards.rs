@@ -29,7 +29,11 @@ pub async fn launch_resolves_trials_and_sends_stored_metrics(m: &TestMaster) {
     assert_eq!(tb["experimentIds"], json!([exp]));
     let mut trial_ids: Vec<i64> = tb["trialIds"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
     trial_ids.sort();
-    assert_eq!(trial_ids, vec![i64::from(first.id), i64::from(second.id)]);
+    // The searcher's own (paused) trial, created with the experiment, and the two seeded ones.
+    let all = m.store.experiment_trial_ids(first.experiment_id).await.unwrap();
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert!(trial_ids.contains(&i64::from(first.id)) && trial_ids.contains(&i64::from(second.id)));
+    assert_eq!(trial_ids, all.iter().map(|t| i64::from(*t)).collect::<Vec<_>>());
     assert_eq!(tb["serviceAddress"], format!("/proxy/{}/", tb["id"].as_str().unwrap()));
     assert_eq!(r.body["config"]["resources"]["slots"], 0, "an aux task: {}", r.body["config"]);
 

@@ -27,6 +27,7 @@ mod task_logs_legacy;
 mod tasks;
 mod templates;
 mod trial_warm_start;
+mod trial_start;
 mod trials;
 mod users;
 mod workloads;

@@ -277,6 +277,10 @@ impl Store for SqlStore {
         self.set_trial_warm_start_impl(id, checkpoint_uuid).await
     }
 
+    async fn mark_trial_started(&self, id: i32, at: DateTime<Utc>) -> StoreResult<bool> {
+        self.mark_trial_started_impl(id, at).await
+    }
+
     async fn insert_metrics(&self, reports: &[NewMetricReport]) -> StoreResult<()> {
         self.insert_metrics_impl(reports).await
     }

@@ -22,6 +22,7 @@ mod sessions;
 mod tasks;
 mod templates;
 mod trial_warm_start;
+mod trial_start;
 mod trials;
 mod users;
 mod workloads;
@@ -63,6 +64,7 @@ harness::conformance!(experiment_continue::continue_reopens_trials_and_zeroes_re
 harness::conformance!(trials::restart_counters);
 harness::conformance!(trials::state_and_runner_updates);
 harness::conformance!(trials::list_trials_filters_sorts_and_pages);
+harness::conformance!(trial_start::start_time_is_the_first_placement);
 harness::conformance!(metrics::batch_insert_updates_summary);
 harness::conformance!(metrics::large_batch_spans_statements);
 harness::conformance!(metrics::restart_rollback_archives_superseded_rows);

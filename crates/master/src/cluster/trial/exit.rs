@@ -58,7 +58,7 @@ pub fn decide(f: &ExitFacts) -> TrialOutcome {
         }
         return match f.experiment {
             E::Paused => TrialOutcome::Paused,
-            E::Active => TrialOutcome::Restart { failed: false },
+            e if e.is_active() => TrialOutcome::Restart { failed: false },
             // Stopping after the search ended, or errored elsewhere: nothing more to do.
             _ => TrialOutcome::Completed,
         };
@@ -71,7 +71,7 @@ pub fn decide(f: &ExitFacts) -> TrialOutcome {
         return TrialOutcome::Completed;
     }
     let failure = f.failure.clone().unwrap_or_else(|| "the trial process failed".to_owned());
-    if f.experiment != E::Active {
+    if !f.experiment.is_active() {
         return TrialOutcome::Errored { reason: failure };
     }
     if f.restarts < f.max_restarts {

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::runs::{ExperimentRun, TrialRun};
 use crate::cluster::orchestrator::{LoopError, LoopResult, Orchestrator};
 use crate::domain::search_config::{full_length, length_unit, searcher_config, time_progress};
-use crate::domain::{ExperimentState, TaskType, TrialState};
+use crate::domain::{ACTIVE_STATE_NAMES, ExperimentState, TaskType, TrialState};
 
 impl Orchestrator {
     /// After a master start: every unfinished experiment is loaded again; allocations the previous
@@ -22,6 +22,10 @@ impl Orchestrator {
             ExperimentState::StoppingCanceled,
             ExperimentState::StoppingKilled,
             ExperimentState::StoppingError,
+            ExperimentState::Queued,
+            ExperimentState::Pulling,
+            ExperimentState::Starting,
+            ExperimentState::Running,
         ];
         let filter = ExperimentFilter { states: states.iter().map(|s| s.as_str().to_owned()).collect(), ..Default::default() };
         let page = self.store.list_experiments(&filter).await?;
@@ -58,9 +62,12 @@ impl Orchestrator {
             self.load_experiment(record).await?;
         }
         let Some(exp) = self.experiments.get_mut(&id) else { return Ok(()) };
+        // QUEUED/RUNNING are the loop's own bookkeeping of an active experiment.
+        let state = state.intent();
         exp.state = state;
-        // The search starts when the experiment is first active (`--paused` creates no trials).
-        if state == ExperimentState::Active && !exp.search_started {
+        // The search starts at once, as upstream: a paused experiment (`--paused`) gets its first
+        // trials too, paused, and they queue when it is activated.
+        if matches!(state, ExperimentState::Active | ExperimentState::Paused) && !exp.search_started {
             exp.search_started = true;
             let ops = exp.searcher.initial_operations()?;
             self.apply_operations(id, ops).await?;
@@ -82,7 +89,7 @@ impl Orchestrator {
             Some(s) => Searcher::restore(search, s)?,
             None => Searcher::new(search)?,
         };
-        let state = ExperimentState::parse(&record.state).unwrap_or(ExperimentState::Active);
+        let state = ExperimentState::parse(&record.state).unwrap_or(ExperimentState::Active).intent();
         let mut exp = ExperimentRun {
             id: record.id,
             state,
@@ -291,7 +298,7 @@ impl Orchestrator {
             match state {
                 ExperimentState::Active => {
                     if allocation.is_none() {
-                        self.set_trial_state_if(trial_id, TrialState::Paused, TrialState::Active).await?;
+                        self.set_trial_state_if(trial_id, &[TrialState::Paused.as_str()], TrialState::Active).await?;
                         if self.trials.get(&trial_id).is_some_and(TrialRun::may_run) {
                             self.request_trial_allocation(trial_id).await?;
                         }
@@ -305,7 +312,7 @@ impl Orchestrator {
                             self.drop_queued_trial_allocation(trial_id, &a).await?;
                         }
                         if state == ExperimentState::Paused {
-                            self.set_trial_state_if(trial_id, TrialState::Active, TrialState::Paused).await?;
+                            self.set_trial_state_if(trial_id, &ACTIVE_STATE_NAMES, TrialState::Paused).await?;
                         } else {
                             self.end_trial(trial_id, TrialState::Canceled).await?;
                         }
@@ -360,6 +367,10 @@ impl Orchestrator {
             return Ok(());
         }
         let target = match exp.state {
+            // As upstream's searcher: a search whose every trial a user killed was canceled.
+            ExperimentState::Active if exp.search_over == Some(false) && self.all_trials_canceled(experiment_id).await? => {
+                ExperimentState::Canceled
+            }
             ExperimentState::Active => match exp.search_over {
                 Some(false) => ExperimentState::Completed,
                 // A continued search whose failed trials now completed did not fail.
@@ -375,7 +386,7 @@ impl Orchestrator {
         let config = exp.config_json.clone();
         self.experiments.remove(&experiment_id);
         if from != target {
-            self.store.update_experiment_state_if(experiment_id, &[from.as_str()], target.as_str(), Some(db_now())).await?;
+            self.store.update_experiment_state_if(experiment_id, &from.stored_names(), target.as_str(), Some(db_now())).await?;
             if target == ExperimentState::Error {
                 self.store.set_experiment_end_reason(experiment_id, Some("every trial of the search failed")).await?;
             }
@@ -383,6 +394,14 @@ impl Orchestrator {
         }
         self.collect_checkpoints(experiment_id, &config);
         Ok(())
+    }
+
+    /// Whether the experiment has trials and every one of them ended CANCELED (killed by a user).
+    async fn all_trials_canceled(&self, experiment_id: i32) -> LoopResult<bool> {
+        let count = |states: Vec<String>| TrialFilter { experiment_id, states, limit: Some(0), ..Default::default() };
+        let all = self.store.list_trials(&count(Vec::new())).await?.total;
+        let canceled = self.store.list_trials(&count(vec![TrialState::Canceled.as_str().to_owned()])).await?.total;
+        Ok(all > 0 && canceled == all)
     }
 
     pub(in crate::cluster) async fn validation_reported(

@@ -3,6 +3,7 @@
 //! (`exit`), where a trial starts from (`warm_start`: `searcher.source_*`, PBT children and
 //! the rounds PBT members wait at). The loop calls into it through the `AllocationOwner::Trial` arms in `allocations.rs`.
 
+pub(super) mod display_state;
 mod exit;
 mod experiment_flow;
 pub(super) mod runs;

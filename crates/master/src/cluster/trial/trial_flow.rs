@@ -12,7 +12,7 @@ use crate::auth::allocation_tokens::issue_allocation_token;
 use crate::cluster::allocations::{AllocationEnd, AllocationOwner};
 use crate::cluster::orchestrator::{LoopError, LoopResult, Orchestrator};
 use crate::cluster::rm::{Placement, ResourceRequest};
-use crate::domain::{ExperimentState, TrialState};
+use crate::domain::{ACTIVE_STATE_NAMES, ExperimentState, TrialState};
 
 impl Orchestrator {
     /// Queues the trial's next run with the resource manager.
@@ -41,13 +41,17 @@ impl Orchestrator {
         Ok(())
     }
 
-    /// Forgets the trial's allocation if it is still queued.
+    /// Forgets the trial's allocation if it is still queued. The trial moves to its next run, so
+    /// a later request (an activate right after a pause) gets a fresh allocation id instead of
+    /// the one the store already holds.
     pub(in crate::cluster) async fn drop_queued_trial_allocation(&mut self, trial_id: i32, allocation_id: &str) -> LoopResult<()> {
         self.drop_queued_allocation(allocation_id).await?;
         if let Some(t) = self.trials.get_mut(&trial_id) {
             t.allocation = None;
+        } else {
+            return Ok(());
         }
-        Ok(())
+        self.next_run(trial_id, false).await
     }
 
     /// One harness process per placement, each with the trial's environment and a fresh token.
@@ -73,6 +77,8 @@ impl Orchestrator {
             (Some(uuid), true) => self.store.checkpoint_by_uuid(uuid).await.map(|c| c.steps_completed).unwrap_or(0),
             _ => 0,
         };
+        // The trial starts now, unless an earlier run of it was already placed.
+        self.store.mark_trial_started(trial_id, resolute_store::db_now()).await?;
         let model_b64 = self.model_definition(experiment_id).await?;
         let token = issue_allocation_token(self.store.as_ref(), allocation_id).await?;
         let exp = self.experiments.get(&experiment_id).ok_or_else(|| LoopError::Other("unknown experiment".into()))?;
@@ -148,7 +154,7 @@ impl Orchestrator {
             }
             TrialOutcome::Paused => {
                 self.next_run(trial_id, false).await?;
-                self.set_trial_state_if(trial_id, TrialState::Active, TrialState::Paused).await?;
+                self.set_trial_state_if(trial_id, &ACTIVE_STATE_NAMES, TrialState::Paused).await?;
                 Vec::new()
             }
             TrialOutcome::Restart { failed } => {
@@ -166,9 +172,9 @@ impl Orchestrator {
         self.apply_operations(experiment_id, ops).await
     }
 
-    /// Moves a trial from `from` to `to` in the store, if it is still in `from`.
-    pub(in crate::cluster) async fn set_trial_state_if(&self, trial_id: i32, from: TrialState, to: TrialState) -> LoopResult<bool> {
-        Ok(self.store.update_trial_state_if(trial_id, &[from.as_str()], to.as_str(), None).await?)
+    /// Moves a trial to `to` in the store, if it is still in one of the states named `from`.
+    pub(in crate::cluster) async fn set_trial_state_if(&self, trial_id: i32, from: &[&str], to: TrialState) -> LoopResult<bool> {
+        Ok(self.store.update_trial_state_if(trial_id, from, to.as_str(), None).await?)
     }
 
     /// Moves the trial to its next run; metrics the ended run reported past the checkpoint the
