@@ -107,6 +107,7 @@ harness::api_test!(list_bounds::experiment_list_all_is_one_bounded_page);
 harness::api_test!(checkpoint_files::download_as_tar_and_tar_gz);
 harness::api_test!(checkpoint_files::gc_keeps_best_and_latest_and_is_idempotent);
 harness::api_test!(checkpoint_files::gc_runs_as_a_task_with_its_logs);
+harness::api_test!(checkpoint_files::gc_keeps_the_best_checkpoints_reported_beside_their_validation);
 harness::api_test!(s3_checkpoints::s3_checkpoints_download_gc_and_delete_through_the_master);
 harness::api_test!(searcher_state::searcher_state_shows_rungs_and_decisions);
 harness::api_test!(proxy::proxy_http_requests_pass_through_with_the_full_path);

@@ -23,9 +23,9 @@ fn repo() -> PathBuf {
 }
 
 /// A moto server on a free loopback port, killed when dropped.
-struct Moto {
+pub(crate) struct Moto {
     child: Child,
-    endpoint: String,
+    pub(crate) endpoint: String,
 }
 
 impl Drop for Moto {
@@ -35,7 +35,7 @@ impl Drop for Moto {
     }
 }
 
-fn start_moto() -> Moto {
+pub(crate) fn start_moto() -> Moto {
     let binary = std::env::var_os("RESOLUTE_MOTO_SERVER").map(PathBuf::from).unwrap_or_else(|| repo().join(".venv/bin/moto_server"));
     assert!(binary.exists(), "{} is missing: install tests/compat/requirements.txt (scripts/python-env.sh)", binary.display());
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
