@@ -37,7 +37,7 @@ enum Format {
 #[utoipa::path(get, path = "/checkpoints/{checkpointUuid}", tag = "Checkpoints", params(("checkpointUuid" = String, Path)),
     responses((status = 200, description = "application/x-tar, or application/gzip (tar.gz) when accepted", content_type = "application/x-tar"),
         (status = 400, description = "not a completed checkpoint", body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 501, description = "cloud storage or a zip archive", body = ErrorBody)),
+        (status = 501, description = "a zip archive", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn download(
     State(state): State<AppState>,
@@ -72,7 +72,7 @@ pub async fn download(
 
 #[utoipa::path(delete, path = "/api/v1/checkpoints", tag = "Checkpoints", request_body = DeleteCheckpointsRequest,
     responses((status = 200, body = DeleteCheckpointsResponse), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 501, description = "cloud storage", body = ErrorBody)),
+        (status = 404, body = ErrorBody), (status = 501, description = "an unknown storage type", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn delete(
     State(state): State<AppState>,
