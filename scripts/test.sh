@@ -52,6 +52,24 @@ export RESOLUTE_TEST_POSTGRES_URL=$pg_url
 export RESOLUTE_REQUIRE_POSTGRES=1
 echo "RESOLUTE_TEST_POSTGRES_URL=$pg_url"
 
+# --- Python environment -------------------------------------------------------------------------
+# One venv runs the compat suite and, through `det agent run --python`, the trials it starts; the
+# cargo tests of checkpoint storage start its moto_server (an S3-compatible server), so it comes first.
+banner "Python environment (scripts/python-env.sh .venv)"
+set +e
+venv_python=$(scripts/python-env.sh "$repo/.venv")
+status=$?
+set -e
+dbs=(sqlite postgres)
+if [ "$status" -eq 0 ]; then
+  "$(dirname "$venv_python")/det" --version
+else
+  # Without the venv the compat suite cannot run; say so in the summary rather than stop here.
+  record "Python environment (scripts/python-env.sh): compat suite not run" "$status"
+  df -h "$repo" 2>/dev/null || true
+  dbs=()
+fi
+
 # --- 2. cargo test --------------------------------------------------------------------------
 banner "cargo test --workspace"
 set +e
@@ -68,23 +86,6 @@ fi
 # The test databases (~8 MB each, over a hundred) are not needed by the compat suite, which makes its own.
 scripts/pg.sh reset "$work/pg" || true
 record "cargo test --workspace ($totals in $(printf '%s\n' "$results" | grep -c . || true) test suites)" "$status" "$results"
-
-# --- Python environment -------------------------------------------------------------------------
-# One venv runs the compat suite and, through `det agent run --python`, the trials it starts.
-banner "Python environment (scripts/python-env.sh .venv)"
-set +e
-venv_python=$(scripts/python-env.sh "$repo/.venv")
-status=$?
-set -e
-dbs=(sqlite postgres)
-if [ "$status" -eq 0 ]; then
-  "$(dirname "$venv_python")/det" --version
-else
-  # Without the venv the compat suite cannot run; say so in the summary rather than stop here.
-  record "Python environment (scripts/python-env.sh): compat suite not run" "$status"
-  df -h "$repo" 2>/dev/null || true
-  dbs=()
-fi
 
 # --- 3. compatibility suite ---------------------------------------------------------------
 for db in "${dbs[@]}"; do

@@ -5,10 +5,11 @@ use std::path::{Component, Path, PathBuf};
 use resolute_expconf::{CheckpointStorage, StorageBackend};
 use serde_json::Value;
 
+use crate::cloud::CloudStore;
 use crate::error::StorageError;
 use crate::local::{CheckpointStore, LocalDirectory};
 
-/// Object stores the harness writes to and this crate cannot read yet.
+/// Object stores the harness writes to, read through [`crate::CloudStore`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CloudKind {
     S3,
@@ -41,7 +42,96 @@ pub enum StorageConfig {
     Directory {
         container_path: String,
     },
-    Cloud(CloudKind),
+    Cloud(CloudConfig),
+}
+
+/// A bucket's `checkpoint_storage`: `bucket` (Azure: `container`), the normalised `prefix`
+/// (`<prefix>/<uuid>/…`; Azure has none), and the credentials the config gives (the others come
+/// from the master's environment).
+#[derive(Clone, PartialEq, Eq)]
+pub struct CloudConfig {
+    pub kind: CloudKind,
+    pub bucket: String,
+    pub prefix: String,
+    pub endpoint_url: Option<String>,
+    pub access_key: Option<String>,
+    pub secret_key: Option<String>,
+    /// Azure: `connection_string`, or `account_url` with `credential` (the account key).
+    pub connection_string: Option<String>,
+    pub account_url: Option<String>,
+    pub credential: Option<String>,
+}
+
+/// Secrets never reach logs or messages.
+impl std::fmt::Debug for CloudConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CloudConfig")
+            .field("kind", &self.kind)
+            .field("bucket", &self.bucket)
+            .field("prefix", &self.prefix)
+            .field("endpoint_url", &self.endpoint_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An Azure storage account as a connection string or `account_url` names it.
+#[derive(Default)]
+pub(crate) struct AzureAccount {
+    pub name: Option<String>,
+    pub key: Option<String>,
+    pub endpoint: Option<String>,
+}
+
+impl CloudConfig {
+    fn new(kind: CloudKind, bucket: String) -> Self {
+        CloudConfig {
+            kind,
+            bucket,
+            prefix: String::new(),
+            endpoint_url: None,
+            access_key: None,
+            secret_key: None,
+            connection_string: None,
+            account_url: None,
+            credential: None,
+        }
+    }
+
+    /// The account of an Azure config: `AccountName`/`AccountKey`/`BlobEndpoint` of the
+    /// connection string, or the first label of `account_url`'s host and `credential`.
+    pub(crate) fn azure_account(&self) -> Result<AzureAccount, String> {
+        if let Some(conn) = &self.connection_string {
+            let mut account = AzureAccount::default();
+            for pair in conn.split(';').filter(|p| !p.trim().is_empty()) {
+                let Some((key, value)) = pair.split_once('=') else {
+                    return Err("connection_string must be `Key=Value` pairs separated by `;`".to_owned());
+                };
+                match key.trim() {
+                    "AccountName" => account.name = Some(value.to_owned()),
+                    "AccountKey" => account.key = Some(value.to_owned()),
+                    "BlobEndpoint" => account.endpoint = Some(value.to_owned()),
+                    _ => {}
+                }
+            }
+            return Ok(account);
+        }
+        let Some(url) = &self.account_url else { return Ok(AzureAccount::default()) };
+        let host = url.split("://").nth(1).unwrap_or(url).split(['/', ':']).next().unwrap_or_default();
+        let Some(name) = host.split('.').next().filter(|n| !n.is_empty()) else {
+            return Err(format!("account_url {url:?} names no storage account"));
+        };
+        Ok(AzureAccount { name: Some(name.to_owned()), key: self.credential.clone(), endpoint: None })
+    }
+}
+
+/// The harness's `normalize_prefix`: no `..` segment, `os.path.normpath`, no leading `/`.
+fn normalize_prefix(prefix: Option<&str>) -> Result<String, StorageError> {
+    let Some(prefix) = prefix.filter(|p| !p.is_empty()) else { return Ok(String::new()) };
+    if prefix.split('/').any(|segment| segment == "..") {
+        return Err(StorageError::BadPrefix(prefix.to_owned()));
+    }
+    let parts: Vec<&str> = prefix.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    Ok(parts.join("/"))
 }
 
 impl StorageConfig {
@@ -58,9 +148,22 @@ impl StorageConfig {
                 storage_path: ["storage_path", "checkpoint_path"].into_iter().filter_map(string).find(|s| !s.is_empty()).map(str::to_owned),
             },
             "directory" => StorageConfig::Directory { container_path: required("container_path")? },
-            "s3" => StorageConfig::Cloud(CloudKind::S3),
-            "gcs" => StorageConfig::Cloud(CloudKind::Gcs),
-            "azure" => StorageConfig::Cloud(CloudKind::Azure),
+            "s3" | "gcs" | "azure" => {
+                let bucket_key = if kind == "azure" { "container" } else { "bucket" };
+                let Some(bucket) = string(bucket_key).filter(|b| !b.is_empty()) else {
+                    return Err(StorageError::CloudConfig { kind: cloud_kind(kind).as_str(), reason: format!("{bucket_key} is required") });
+                };
+                let owned = |key: &str| string(key).filter(|v| !v.is_empty()).map(str::to_owned);
+                let mut cloud = CloudConfig::new(cloud_kind(kind), bucket.trim_end_matches('/').to_owned());
+                cloud.prefix = normalize_prefix(string("prefix"))?;
+                cloud.endpoint_url = owned("endpoint_url");
+                cloud.access_key = owned("access_key");
+                cloud.secret_key = owned("secret_key");
+                cloud.connection_string = owned("connection_string");
+                cloud.account_url = owned("account_url");
+                cloud.credential = owned("credential");
+                StorageConfig::Cloud(cloud)
+            }
             other => return Err(StorageError::Unsupported(other.to_owned())),
         })
     }
@@ -75,7 +178,7 @@ impl StorageConfig {
         match self {
             StorageConfig::SharedFs { .. } => "shared_fs",
             StorageConfig::Directory { .. } => "directory",
-            StorageConfig::Cloud(kind) => kind.as_str(),
+            StorageConfig::Cloud(cloud) => cloud.kind.as_str(),
         }
     }
 
@@ -96,7 +199,7 @@ impl StorageConfig {
                 Ok(full)
             }
             StorageConfig::Directory { container_path } => absolute("container_path", container_path),
-            StorageConfig::Cloud(kind) => Err(StorageError::Unsupported(kind.as_str().to_owned())),
+            StorageConfig::Cloud(cloud) => Err(StorageError::Unsupported(cloud.kind.as_str().to_owned())),
         }
     }
 
@@ -123,7 +226,10 @@ impl StorageConfig {
 
     /// The store that deletes and finds this storage's checkpoint files.
     pub fn open(&self) -> Result<Box<dyn CheckpointStore>, StorageError> {
-        Ok(Box::new(LocalDirectory::new(self.root()?)))
+        match self {
+            StorageConfig::Cloud(cloud) => Ok(Box::new(CloudStore::open(cloud)?)),
+            _ => Ok(Box::new(LocalDirectory::new(self.root()?))),
+        }
     }
 }
 
@@ -135,10 +241,36 @@ impl From<&CheckpointStorage> for StorageConfig {
                 storage_path: [storage_path, checkpoint_path].into_iter().flatten().find(|s| !s.is_empty()).cloned(),
             },
             StorageBackend::Directory { container_path } => StorageConfig::Directory { container_path: container_path.clone() },
-            StorageBackend::S3 { .. } => StorageConfig::Cloud(CloudKind::S3),
-            StorageBackend::Gcs { .. } => StorageConfig::Cloud(CloudKind::Gcs),
-            StorageBackend::Azure { .. } => StorageConfig::Cloud(CloudKind::Azure),
+            StorageBackend::S3 { bucket, access_key, secret_key, endpoint_url, prefix } => {
+                let mut cloud = CloudConfig::new(CloudKind::S3, bucket.clone());
+                // Expconf validated the prefix; a bad one leaves it empty rather than panic.
+                cloud.prefix = normalize_prefix(prefix.as_deref()).unwrap_or_default();
+                cloud.access_key = access_key.clone();
+                cloud.secret_key = secret_key.clone();
+                cloud.endpoint_url = endpoint_url.clone();
+                StorageConfig::Cloud(cloud)
+            }
+            StorageBackend::Gcs { bucket, prefix } => {
+                let mut cloud = CloudConfig::new(CloudKind::Gcs, bucket.clone());
+                cloud.prefix = normalize_prefix(prefix.as_deref()).unwrap_or_default();
+                StorageConfig::Cloud(cloud)
+            }
+            StorageBackend::Azure { container, connection_string, account_url, credential } => {
+                let mut cloud = CloudConfig::new(CloudKind::Azure, container.clone());
+                cloud.connection_string = connection_string.clone();
+                cloud.account_url = account_url.clone();
+                cloud.credential = credential.clone();
+                StorageConfig::Cloud(cloud)
+            }
         }
+    }
+}
+
+fn cloud_kind(kind: &str) -> CloudKind {
+    match kind {
+        "s3" => CloudKind::S3,
+        "gcs" => CloudKind::Gcs,
+        _ => CloudKind::Azure,
     }
 }
 
@@ -234,7 +366,7 @@ mod tests {
     #[test]
     fn rejects_cloud_and_unknown_types_relative_paths_and_path_uuids() {
         for kind in ["s3", "gcs", "azure", "hdfs"] {
-            let err = root(json!({"type": kind, "bucket": "b"})).unwrap_err();
+            let err = root(json!({"type": kind, "bucket": "b", "container": "c"})).unwrap_err();
             assert!(matches!(&err, StorageError::Unsupported(k) if k == kind), "{err}");
             assert!(err.to_string().contains("not supported by this master yet"), "{err}");
         }
@@ -249,6 +381,29 @@ mod tests {
         for bad in ["", ".", "..", "a/b", "../x", "/abs"] {
             assert!(matches!(shared.checkpoint_dir(bad), Err(StorageError::BadUuid(_))), "{bad}");
         }
+    }
+
+    #[test]
+    fn cloud_configs_read_upstreams_keys() {
+        let s3 = json!({"type": "s3", "bucket": "b", "prefix": "/team/./x/", "endpoint_url": "http://127.0.0.1:9000",
+            "access_key": "AK", "secret_key": "SK"});
+        let StorageConfig::Cloud(cloud) = StorageConfig::from_json(&s3).unwrap() else { panic!("not cloud") };
+        assert_eq!((cloud.kind, cloud.bucket.as_str(), cloud.prefix.as_str()), (CloudKind::S3, "b", "team/x"));
+        assert_eq!(cloud.endpoint_url.as_deref(), Some("http://127.0.0.1:9000"));
+        assert!(!format!("{cloud:?}").contains("SK"), "secrets stay out of Debug");
+        let err = StorageConfig::from_json(&json!({"type": "s3", "bucket": "b", "prefix": "a/../b"})).unwrap_err();
+        assert!(err.to_string().contains("prefix"), "{err}");
+        let err = StorageConfig::from_json(&json!({"type": "s3"})).unwrap_err();
+        assert_eq!(err.to_string(), "checkpoint_storage (s3): bucket is required");
+        let err = StorageConfig::from_json(&json!({"type": "azure", "bucket": "b"})).unwrap_err();
+        assert_eq!(err.to_string(), "checkpoint_storage (azure): container is required");
+        let azure = json!({"type": "azure", "container": "c",
+            "connection_string": "DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:10000/acct;"});
+        let StorageConfig::Cloud(cloud) = StorageConfig::from_json(&azure).unwrap() else { panic!("not cloud") };
+        let account = cloud.azure_account().unwrap();
+        assert_eq!(account.name.as_deref(), Some("acct"));
+        assert_eq!(account.key.as_deref(), Some("a2V5"));
+        assert_eq!(account.endpoint.as_deref(), Some("http://127.0.0.1:10000/acct"));
     }
 
     #[test]
@@ -273,6 +428,8 @@ mod tests {
             backend: StorageBackend::S3 { bucket: "b".into(), access_key: None, secret_key: None, endpoint_url: None, prefix: None },
             ..typed
         };
-        assert_eq!(StorageConfig::from(&s3), StorageConfig::Cloud(CloudKind::S3));
+        let from_json = StorageConfig::from_json(&json!({"type": "s3", "bucket": "b"})).unwrap();
+        assert_eq!(StorageConfig::from(&s3), from_json);
+        assert_eq!(from_json.kind(), "s3");
     }
 }

@@ -18,8 +18,14 @@ pub enum StorageError {
     NotAbsolute { field: &'static str, value: Option<String> },
     #[error("checkpoint_storage.storage_path {storage_path:?} must be a subdirectory of host_path {host_path:?}")]
     OutsideHostPath { host_path: String, storage_path: String },
+    #[error("checkpoint_storage.prefix {0:?} must not contain a `..` segment")]
+    BadPrefix(String),
     #[error("{0:?} is not a checkpoint uuid")]
     BadUuid(String),
+    #[error("checkpoint_storage ({kind}): {reason}")]
+    CloudConfig { kind: &'static str, reason: String },
+    #[error("checkpoint {uuid} at {location}: {reason}")]
+    Cloud { uuid: String, location: String, reason: String },
     #[error("cannot delete checkpoint {uuid} at {}: {source}", path.display())]
     Io { uuid: String, path: PathBuf, source: std::io::Error },
 }

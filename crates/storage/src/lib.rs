@@ -6,15 +6,17 @@
 //! `_full_storage_path`; `directory`: `container_path`), [`StorageConfig::checkpoint_dir`] one
 //! checkpoint's. The agent rewrites `shared_fs` to `directory` with the same root
 //! ([`shared_fs_to_directory`]), so trials write exactly where the master looks. The master
-//! deletes and reads files through a [`CheckpointStore`] ([`StorageConfig::open`]); cloud storages
-//! (s3, gcs, azure) are [`StorageError::Unsupported`] until they get a store of their own.
+//! deletes, lists and reads files through a [`CheckpointStore`] ([`StorageConfig::open`]):
+//! [`LocalDirectory`] for those two, [`CloudStore`] (`object_store`) for s3, gcs and azure.
 
+mod cloud;
 mod config;
 mod error;
 mod local;
 mod rewrite;
 
-pub use config::{CloudKind, StorageConfig, validate_uuid};
+pub use cloud::CloudStore;
+pub use config::{CloudConfig, CloudKind, StorageConfig, validate_uuid};
 pub use error::StorageError;
-pub use local::{CheckpointStore, Deletion, LocalDirectory};
+pub use local::{CheckpointFiles, CheckpointStore, Deletion, LocalDirectory, ObjectFile, ObjectFiles};
 pub use rewrite::{rewrite_experiment_config, shared_fs_to_directory};

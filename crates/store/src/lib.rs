@@ -254,6 +254,11 @@ pub trait Store: Send + Sync + 'static {
     async fn set_checkpoint_resources(&self, uuid: &str, resources: &BTreeMap<String, i64>, state: &str) -> StoreResult<()>;
     /// The completed checkpoints of the experiment that `policy` does not keep, by uuid.
     async fn checkpoints_to_gc(&self, experiment_id: i32, policy: &CheckpointGcPolicy) -> StoreResult<Vec<String>>;
+    /// The experiment's completed trial checkpoints without a searcher metric, as
+    /// `(uuid, trial id, steps completed)`, by uuid.
+    async fn checkpoints_missing_metric(&self, experiment_id: i32) -> StoreResult<Vec<(String, i32, i64)>>;
+    /// Sets a checkpoint's searcher metric (what GC ranks by).
+    async fn set_checkpoint_searcher_metric(&self, uuid: &str, value: f64) -> StoreResult<()>;
 
     // ---- task logs ----
 

@@ -17,6 +17,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use resolute_api::checkpoints::{DeleteCheckpointsRequest, DeleteCheckpointsResponse};
 use resolute_api::error::ErrorBody;
+use resolute_storage::{CheckpointFiles, ObjectFiles};
 use tokio::sync::mpsc;
 
 use super::extract::JsonBody;
@@ -36,7 +37,7 @@ enum Format {
 #[utoipa::path(get, path = "/checkpoints/{checkpointUuid}", tag = "Checkpoints", params(("checkpointUuid" = String, Path)),
     responses((status = 200, description = "application/x-tar, or application/gzip (tar.gz) when accepted", content_type = "application/x-tar"),
         (status = 400, description = "not a completed checkpoint", body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 501, description = "cloud storage or a zip archive", body = ErrorBody)),
+        (status = 501, description = "a zip archive", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn download(
     State(state): State<AppState>,
@@ -45,13 +46,19 @@ pub async fn download(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let format = format(&headers)?;
-    let dir = checkpoint_storage::locate_checkpoint(state.store.as_ref(), &uuid).await?;
+    let files = checkpoint_storage::locate_checkpoint(state.store.as_ref(), &uuid).await?;
     let (tx, rx) = mpsc::channel(4);
+    let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
-        if let Err(e) = write_archive(&dir, format, ChannelWriter { tx: tx.clone(), buffer: Vec::with_capacity(CHUNK_BYTES) }) {
+        let out = ChannelWriter { tx: tx.clone(), buffer: Vec::with_capacity(CHUNK_BYTES) };
+        let written = match &files {
+            CheckpointFiles::Directory(dir) => write_archive(format, out, |b| append_tree(b, dir)),
+            CheckpointFiles::Objects(objects) => write_archive(format, out, |b| append_objects(b, objects, &runtime)),
+        };
+        if let Err(e) = written {
             // The status is already sent: end the body with an error so the client sees a broken
             // transfer rather than a short archive.
-            tracing::warn!(error = %e, dir = %dir.display(), "checkpoint download failed");
+            tracing::warn!(error = %e, files = ?files, "checkpoint download failed");
             let _ = tx.blocking_send(Err(e));
         }
     });
@@ -65,7 +72,7 @@ pub async fn download(
 
 #[utoipa::path(delete, path = "/api/v1/checkpoints", tag = "Checkpoints", request_body = DeleteCheckpointsRequest,
     responses((status = 200, body = DeleteCheckpointsResponse), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 501, description = "cloud storage", body = ErrorBody)),
+        (status = 404, body = ErrorBody), (status = 501, description = "an unknown storage type", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn delete(
     State(state): State<AppState>,
@@ -91,24 +98,79 @@ fn format(headers: &HeaderMap) -> ApiResult<Format> {
     }
 }
 
-fn write_archive(dir: &FsPath, format: Format, out: ChannelWriter) -> std::io::Result<()> {
+fn write_archive(
+    format: Format,
+    out: ChannelWriter,
+    fill: impl FnOnce(&mut tar::Builder<&mut dyn Write>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     match format {
         Format::Tar => {
-            let mut builder = tar::Builder::new(out);
-            append_tree(&mut builder, dir)?;
-            builder.into_inner()?.flush()
+            let mut out = out;
+            let mut builder = tar::Builder::new(&mut out as &mut dyn Write);
+            fill(&mut builder)?;
+            builder.finish()?;
+            drop(builder);
+            out.flush()
         }
         Format::TarGz => {
-            let mut builder = tar::Builder::new(GzEncoder::new(out, Compression::fast()));
-            append_tree(&mut builder, dir)?;
-            builder.into_inner()?.finish()?.flush()
+            let mut gz = GzEncoder::new(out, Compression::fast());
+            let mut builder = tar::Builder::new(&mut gz as &mut dyn Write);
+            fill(&mut builder)?;
+            builder.finish()?;
+            drop(builder);
+            gz.finish()?.flush()
         }
+    }
+}
+
+/// A bucket's objects as regular files (mode 0644), read as they arrive; runs on a blocking
+/// thread, waiting on the runtime for each piece.
+fn append_objects(
+    builder: &mut tar::Builder<&mut dyn Write>,
+    objects: &ObjectFiles,
+    runtime: &tokio::runtime::Handle,
+) -> std::io::Result<()> {
+    use futures_util::StreamExt;
+    for file in &objects.files {
+        let mut stream = runtime.block_on(objects.read(file)).map_err(std::io::Error::other)?;
+        let mut header = tar::Header::new_gnu();
+        header.set_size(file.size);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        let reader = StreamReader { next: move || runtime.block_on(stream.next()), pending: Vec::new(), at: 0 };
+        builder.append_data(&mut header, &file.relative, reader)?;
+    }
+    Ok(())
+}
+
+/// `Read` over a stream of byte chunks.
+struct StreamReader<F> {
+    next: F,
+    pending: Vec<u8>,
+    at: usize,
+}
+
+impl<F: FnMut() -> Option<std::io::Result<Vec<u8>>>> std::io::Read for StreamReader<F> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.pending.len() {
+            match (self.next)() {
+                Some(chunk) => {
+                    self.pending = chunk?;
+                    self.at = 0;
+                }
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.pending.len() - self.at);
+        buf[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
     }
 }
 
 /// Entries are the checkpoint's files and directories relative to its directory, sorted; links
 /// are archived as links, never followed out of the checkpoint.
-fn append_tree<W: Write>(builder: &mut tar::Builder<W>, root: &FsPath) -> std::io::Result<()> {
+fn append_tree(builder: &mut tar::Builder<&mut dyn Write>, root: &FsPath) -> std::io::Result<()> {
     builder.follow_symlinks(false);
     let mut pending: Vec<PathBuf> = vec![PathBuf::new()];
     while let Some(relative) = pending.pop() {

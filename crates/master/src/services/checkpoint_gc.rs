@@ -41,6 +41,8 @@ pub enum GcError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Storage(#[from] StorageError),
+    #[error("cannot read a checkpoint's validation: {0}")]
+    Lookup(String),
 }
 
 impl From<GcError> for ApiError {
@@ -48,6 +50,10 @@ impl From<GcError> for ApiError {
         match e {
             GcError::Store(e) => e.into(),
             GcError::Storage(e) => storage_api_error(e),
+            GcError::Lookup(e) => {
+                tracing::error!(error = %e, "checkpoint GC lookup failed");
+                ApiError::internal()
+            }
         }
     }
 }
@@ -73,9 +79,26 @@ async fn checkpoints_to_collect(
     config: &Value,
     protected: &[String],
 ) -> Result<Vec<String>, GcError> {
+    settle_searcher_metrics(store, experiment_id, config).await?;
     let mut doomed = store.checkpoints_to_gc(experiment_id, &gc_policy(config)).await?;
     doomed.retain(|uuid| !protected.contains(uuid));
     Ok(doomed)
+}
+
+/// Gives each completed checkpoint without a searcher metric the value of its step's validation,
+/// when there is one, so that GC ranks it as upstream does (by the validation at the
+/// checkpoint's step, joined when GC runs). A checkpoint reported while that validation was
+/// being committed misses both the value at its report and the validation's backfill; ranked
+/// as having no metric, it was deleted although it was among the trial's best.
+async fn settle_searcher_metrics(store: &dyn Store, experiment_id: i32, config: &Value) -> Result<(), GcError> {
+    let (Some(metric), _) = searcher_metric(config) else { return Ok(()) };
+    for (uuid, trial_id, steps) in store.checkpoints_missing_metric(experiment_id).await? {
+        let (_, validation) = super::reports_at_step(store, trial_id, steps).await.map_err(|e| GcError::Lookup(e.message))?;
+        if let Some(value) = validation.and_then(|m| m.avg_metrics.get(metric)?.as_f64()) {
+            store.set_checkpoint_searcher_metric(&uuid, value).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Deletes the experiment's completed checkpoints its policy does not keep (files, then state),

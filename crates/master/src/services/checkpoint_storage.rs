@@ -1,10 +1,8 @@
 //! Checkpoint files as the API serves them: which checkpoints may be downloaded, and what a
 //! storage failure means to a client. Where the files are is `resolute-storage`'s.
 
-use std::path::PathBuf;
-
 use resolute_api::error::ErrorCode;
-use resolute_storage::{CheckpointStore, StorageConfig, StorageError};
+use resolute_storage::{CheckpointFiles, CheckpointStore, StorageConfig, StorageError};
 use resolute_store::Store;
 use serde_json::Value;
 
@@ -16,11 +14,16 @@ pub fn experiment_store(config: &Value) -> Result<Box<dyn CheckpointStore>, Stor
     StorageConfig::from_experiment_config(config)?.open()
 }
 
-/// A storage failure as a client sees it: 501 for cloud storage, 400 for a config or uuid the
-/// master cannot use, 500 (logged) for a failing file system.
+/// A storage failure as a client sees it: 501 for an unknown storage type, 400 for a config,
+/// uuid or bucket the master cannot use (the message names it), 500 (logged) for a failing file
+/// system.
 pub fn storage_api_error(e: StorageError) -> ApiError {
     match e {
         StorageError::Unsupported(_) => ApiError::unimplemented(e.to_string()),
+        StorageError::Cloud { .. } => {
+            tracing::warn!(error = %e, "checkpoint object storage failed");
+            ApiError::new(ErrorCode::FailedPrecondition, e.to_string())
+        }
         StorageError::Io { .. } => {
             tracing::error!(error = %e, "checkpoint storage failed");
             ApiError::internal()
@@ -29,9 +32,9 @@ pub fn storage_api_error(e: StorageError) -> ApiError {
     }
 }
 
-/// The directory of a checkpoint that can be downloaded: 404 for an unknown uuid or deleted
-/// files, 400 for a checkpoint still being written or that failed, 501 for cloud storage.
-pub async fn locate_checkpoint(store: &dyn Store, uuid: &str) -> ApiResult<PathBuf> {
+/// The files of a checkpoint that can be downloaded (a directory, or objects in a bucket): 404
+/// for an unknown uuid or deleted files, 400 for a checkpoint still being written or that failed.
+pub async fn locate_checkpoint(store: &dyn Store, uuid: &str) -> ApiResult<CheckpointFiles> {
     let checkpoint = store.checkpoint_by_uuid(uuid).await?;
     match CheckpointState::parse(&checkpoint.state) {
         Some(CheckpointState::Completed | CheckpointState::PartiallyDeleted) => {}
@@ -51,7 +54,7 @@ pub async fn locate_checkpoint(store: &dyn Store, uuid: &str) -> ApiResult<PathB
     };
     let experiment = store.experiment_by_id(experiment_id).await?;
     let files = experiment_store(&experiment.config).map_err(storage_api_error)?;
-    match files.locate(uuid).await.map_err(storage_api_error)? {
+    match files.files(uuid).await.map_err(storage_api_error)? {
         Some(dir) => Ok(dir),
         None => Err(ApiError::not_found(format!(
             "the files of checkpoint {uuid} are not in storage at {}",

@@ -17,7 +17,7 @@ use crate::experiments::create;
 use crate::harness::{TestMaster, assert_error};
 use crate::seed::{self, stream_results};
 
-fn yaml(name: &str, storage: &str) -> String {
+pub(crate) fn yaml(name: &str, storage: &str) -> String {
     format!(
         "name: {name}\nentrypoint: python3 train.py\nsearcher: {{name: single, metric: accuracy, smaller_is_better: false}}\n\
          checkpoint_storage: {storage}\n"
@@ -34,7 +34,7 @@ fn write_files(root: &Path, uuid: &str) {
 }
 
 /// Path → contents of every regular file in an archive, plus its directory names.
-fn unpack(bytes: &[u8]) -> (BTreeMap<String, Vec<u8>>, Vec<String>) {
+pub(crate) fn unpack(bytes: &[u8]) -> (BTreeMap<String, Vec<u8>>, Vec<String>) {
     let mut archive = tar::Archive::new(bytes);
     let (mut files, mut dirs) = (BTreeMap::new(), Vec::new());
     for entry in archive.entries().unwrap() {
@@ -51,7 +51,7 @@ fn unpack(bytes: &[u8]) -> (BTreeMap<String, Vec<u8>>, Vec<String>) {
     (files, dirs)
 }
 
-async fn download(m: &TestMaster, token: &str, uuid: &str, accept: Option<&str>) -> reqwest::Response {
+pub(crate) async fn download(m: &TestMaster, token: &str, uuid: &str, accept: Option<&str>) -> reqwest::Response {
     let mut req = m.http.get(format!("{}/checkpoints/{uuid}", m.base)).bearer_auth(token);
     if let Some(a) = accept {
         req = req.header("Accept", a);
@@ -99,13 +99,6 @@ pub async fn download_as_tar_and_tar_gz(m: &TestMaster) {
     assert!(r.text().await.unwrap().contains("not in storage"));
     assert_eq!(download(m, &admin, "c-1", Some("application/zip")).await.status(), 501);
     assert_eq!(m.http.get(format!("{}/checkpoints/c-1", m.base)).send().await.unwrap().status(), 401);
-
-    let s3 = create(m, &admin, &yaml("s3", "{type: s3, bucket: b}"), false).await;
-    let s3_trial = seed::trial(m, s3, 1).await;
-    seed::checkpoint(m, &s3_trial, "c-s3", 100, None, "STATE_COMPLETED").await;
-    let r = download(m, &admin, "c-s3", None).await;
-    assert_eq!(r.status(), 501);
-    assert!(r.text().await.unwrap().contains("not supported by this master yet"));
 }
 
 pub async fn gc_keeps_best_and_latest_and_is_idempotent(m: &TestMaster) {
@@ -220,11 +213,14 @@ pub async fn gc_runs_as_a_task_with_its_logs(m: &TestMaster) {
         assert_eq!(m.store.checkpoint_by_uuid(uuid).await.unwrap().state, if kept { "STATE_COMPLETED" } else { "STATE_DELETED" });
     }
 
-    // Unprotected, 300 goes too. A failure (cloud storage) is the task's log, and it still ends.
+    // Unprotected, 300 goes too. A failure (a bucket that does not exist) is the task's log, and
+    // it still ends.
     gc.spawn(exp_id, config.clone(), Vec::new());
     let tasks = ended_gc_tasks(m, 2).await;
     assert!(!storage.path().join("g-300").exists());
-    let s3 = create(m, &admin, &yaml("gc-s3", "{type: s3, bucket: b}"), false).await;
+    let moto = crate::s3_checkpoints::start_moto();
+    let no_bucket = format!("{{type: s3, bucket: missing-bucket, endpoint_url: \"{}\", access_key: AK, secret_key: SK}}", moto.endpoint);
+    let s3 = create(m, &admin, &yaml("gc-s3", &no_bucket), false).await;
     let s3_trial = seed::trial(m, s3, 1).await;
     for (uuid, steps) in [("s-100", 100), ("s-200", 200)] {
         seed::checkpoint(m, &s3_trial, uuid, steps, None, "STATE_COMPLETED").await;
@@ -235,6 +231,37 @@ pub async fn gc_runs_as_a_task_with_its_logs(m: &TestMaster) {
     let lines = task_log_lines(m, &admin, &failed.task.task_id).await;
     assert_eq!(lines[0], ("LOG_LEVEL_INFO".to_owned(), format!("deleting 1 checkpoint(s) of experiment {s3}: s-100")));
     assert_eq!(lines[1].0, "LOG_LEVEL_ERROR");
-    assert!(lines[1].1.starts_with("checkpoint GC failed: checkpoint storage type \"s3\" is not supported"), "{lines:?}");
+    assert!(lines[1].1.starts_with("checkpoint GC failed: checkpoint s-100 at s3://missing-bucket/s-100: "), "{lines:?}");
     assert_eq!(m.store.checkpoint_by_uuid("s-100").await.unwrap().state, "STATE_COMPLETED");
+}
+
+/// `save_trial_best: 10` keeps the trial's 10 best checkpoints, also those reported while their
+/// step's validation was being committed (stored without a searcher metric: neither the report
+/// nor the validation's backfill saw the other). Such checkpoints were ranked as having no
+/// metric and deleted: a trial with 10 kept 8.
+pub async fn gc_keeps_the_best_checkpoints_reported_beside_their_validation(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let storage = tempfile::tempdir().unwrap();
+    let dir = format!("{{type: directory, container_path: {}, save_trial_best: 10, save_trial_latest: 1}}", storage.path().display());
+    let exp = create(m, &admin, &yaml("gc-best", &dir), false).await;
+    let trial = seed::trial(m, exp, 1).await;
+    for step in (100..=1200).step_by(100) {
+        // accuracy (larger is better): 100 and 200 are the two worst.
+        let accuracy = if step <= 200 { f64::from(step as i32) / 10_000.0 } else { f64::from(step as i32) / 1_000.0 };
+        let uuid = format!("c-{step}");
+        seed::metrics(m, &trial, step, accuracy).await;
+        // 500 and 800 lost the race with their validation: no metric on the row.
+        let raced = step == 500 || step == 800;
+        seed::checkpoint(m, &trial, &uuid, step, (!raced).then_some(accuracy), "STATE_COMPLETED").await;
+        write_files(storage.path(), &uuid);
+    }
+    let config = m.store.experiment_by_id(i32::try_from(exp).unwrap()).await.unwrap().config;
+    let report = collect_experiment_checkpoints(m.store.as_ref(), i32::try_from(exp).unwrap(), &config, &[]).await.unwrap();
+    assert_eq!(report.deleted, ["c-100", "c-200"], "exactly the two worst go");
+    let kept: Vec<String> = (300..=1200).step_by(100).map(|s| format!("c-{s}")).collect();
+    for uuid in &kept {
+        assert_eq!(m.store.checkpoint_by_uuid(uuid).await.unwrap().state, "STATE_COMPLETED", "{uuid}");
+        assert!(storage.path().join(uuid).exists(), "{uuid} files");
+    }
+    assert_eq!(kept.len(), 10);
 }

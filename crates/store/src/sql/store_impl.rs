@@ -360,6 +360,14 @@ impl Store for SqlStore {
         self.checkpoints_to_gc_impl(experiment_id, policy).await
     }
 
+    async fn checkpoints_missing_metric(&self, experiment_id: i32) -> StoreResult<Vec<(String, i32, i64)>> {
+        self.checkpoints_missing_metric_impl(experiment_id).await
+    }
+
+    async fn set_checkpoint_searcher_metric(&self, uuid: &str, value: f64) -> StoreResult<()> {
+        self.set_checkpoint_searcher_metric_impl(uuid, value).await
+    }
+
     async fn insert_logs(&self, lines: &[NewLogLine]) -> StoreResult<()> {
         self.insert_logs_impl(lines).await
     }

@@ -224,3 +224,27 @@ pub async fn late_validation_gives_checkpoint_its_metric(store: &dyn Store) {
     assert_eq!(store.checkpoint_by_uuid("early").await.unwrap().searcher_metric, Some(0.25));
     assert_eq!(store.checkpoint_by_uuid("kept").await.unwrap().searcher_metric, Some(0.9), "a known metric is not overwritten");
 }
+
+/// GC settles checkpoints stored without a searcher metric: they are listed (completed ones of
+/// trials of the experiment only), and setting the metric is seen by the GC ranking.
+pub async fn checkpoints_missing_metric_are_listed_and_settled(store: &dyn Store) {
+    let e = experiment(store, "ckpt-missing").await;
+    let other = experiment(store, "ckpt-missing-other").await;
+    let t = trial(store, e.id, 1).await;
+    let u = trial(store, other.id, 1).await;
+    store.report_checkpoint(checkpoint(&t, "m-b", 200, None)).await.unwrap();
+    store.report_checkpoint(checkpoint(&t, "m-a", 100, None)).await.unwrap();
+    store.report_checkpoint(checkpoint(&t, "m-known", 300, Some(0.5))).await.unwrap();
+    store.report_checkpoint(checkpoint(&u, "m-other", 100, None)).await.unwrap();
+    let mut active = checkpoint(&t, "m-active", 400, None);
+    active.state = "STATE_ACTIVE".into();
+    store.report_checkpoint(active).await.unwrap();
+    assert_eq!(store.checkpoints_missing_metric(e.id).await.unwrap(), vec![("m-a".to_owned(), t.id, 100), ("m-b".to_owned(), t.id, 200)]);
+    store.set_checkpoint_searcher_metric("m-a", 0.1).await.unwrap();
+    assert_eq!(store.checkpoint_by_uuid("m-a").await.unwrap().searcher_metric, Some(0.1));
+    assert_eq!(store.checkpoints_missing_metric(e.id).await.unwrap(), vec![("m-b".to_owned(), t.id, 200)]);
+    let policy =
+        resolute_store::CheckpointGcPolicy { save_experiment_best: 0, save_trial_best: 2, save_trial_latest: 0, smaller_is_better: true };
+    assert_eq!(store.checkpoints_to_gc(e.id, &policy).await.unwrap(), ["m-b"], "m-a (0.1) and m-known (0.5) are the best two");
+    assert!(matches!(store.set_checkpoint_searcher_metric("nope", 1.0).await, Err(resolute_store::StoreError::NotFound { .. })));
+}

@@ -82,6 +82,7 @@ harness::conformance!(checkpoints::list_sorts_searcher_metric_nulls_last);
 harness::conformance!(checkpoints::gc_policy_selects_upstream_victims);
 harness::conformance!(checkpoints::failing_checkpoint_batch_writes_nothing);
 harness::conformance!(checkpoints::late_validation_gives_checkpoint_its_metric);
+harness::conformance!(checkpoints::checkpoints_missing_metric_are_listed_and_settled);
 harness::conformance!(logs::batch_insert_and_follow);
 harness::conformance!(logs::every_filter_selects_matching_lines);
 harness::conformance!(logs::reads_cross_chunk_boundaries);
