@@ -59,6 +59,9 @@ pub struct NewExperimentRequest {
 pub struct CreatedExperiment {
     pub experiment: Option<ExperimentView>,
     pub config: Value,
+    /// What the user should know about the config (ignored keys, deprecated forms, defaults
+    /// they may not expect), each `path: message`; also in the master's log.
+    pub config_warnings: Vec<String>,
 }
 
 /// An experiment with what its wire form needs from other tables.
@@ -137,7 +140,7 @@ impl ExperimentService {
             Some(name) => self.apply_template(&req.config_text, name).await?,
             None => req.config_text.clone(),
         };
-        let config = self.validate_config(&config_text)?;
+        let (config, config_warnings) = self.validate_config_with_warnings(&config_text)?;
         input_limits::check_text("name", &config.name, input_limits::NAME_BYTES)?;
         input_limits::check_text("description", config.description.as_deref().unwrap_or_default(), input_limits::DESCRIPTION_BYTES)?;
         input_limits::check_labels("labels", &config.labels)?;
@@ -153,7 +156,7 @@ impl ExperimentService {
         let files = req.files;
         let model_definition = tokio::task::spawn_blocking(move || build_archive(&files)).await.map_err(|_| ApiError::internal())??;
         if req.validate_only {
-            return Ok(CreatedExperiment { experiment: None, config: config_json });
+            return Ok(CreatedExperiment { experiment: None, config: config_json, config_warnings });
         }
         let state = if req.activate { ExperimentState::Active } else { ExperimentState::Paused };
         let record = self
@@ -178,21 +181,28 @@ impl ExperimentService {
         tracing::info!(experiment = record.id, owner = %caller.user.username, state = %state, "created experiment");
         let view = self.view(record).await?;
         self.cluster.notify(ClusterEvent::ExperimentChanged { experiment_id: view.record.id });
-        Ok(CreatedExperiment { experiment: Some(view), config: config_json })
+        Ok(CreatedExperiment { experiment: Some(view), config: config_json, config_warnings })
     }
 
     /// Parses, defaults and validates; every error in one message, each with its field path.
     pub(crate) fn validate_config(&self, text: &str) -> ApiResult<ExperimentConfig> {
+        self.validate_config_with_warnings(text).map(|(config, _)| config)
+    }
+
+    /// [`Self::validate_config`] plus the warnings the user should see, as `path: message`.
+    pub(crate) fn validate_config_with_warnings(&self, text: &str) -> ApiResult<(ExperimentConfig, Vec<String>)> {
         let with_defaults = self.with_container_defaults_text(text);
         let text = with_defaults.as_deref().unwrap_or(text);
         let seed = u32::try_from(db_now().timestamp().rem_euclid(i64::from(u32::MAX))).unwrap_or(0);
         let defaults = Defaults::new(seed).with_checkpoint_storage(self.checkpoint_storage.clone());
         match parse_experiment_config(text, &defaults) {
             Ok(parsed) => {
-                for warning in &parsed.warnings {
+                let mut warnings: Vec<String> = parsed.warnings.iter().map(ToString::to_string).collect();
+                warnings.extend(super::config_warnings::cluster_warnings(&parsed.config));
+                for warning in &warnings {
                     tracing::warn!(experiment = %parsed.config.name, "experiment config: {warning}");
                 }
-                Ok(parsed.config)
+                Ok((parsed.config, warnings))
             }
             Err(errors) => {
                 let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
