@@ -203,7 +203,9 @@ pub(crate) fn read_searcher(ctx: &mut Ctx, field: Option<Field<'_>>, path: &crat
             ctx.warn(
                 &field.path.key("metric"),
                 WarningKind::Defaulted,
-                format!("not set; defaulting to {DEFAULT_SEARCHER_METRIC} (set searcher.metric to the validation metric your trial reports)"),
+                format!(
+                    "not set; defaulting to {DEFAULT_SEARCHER_METRIC} (set searcher.metric to the validation metric your trial reports)"
+                ),
             );
             Some(DEFAULT_SEARCHER_METRIC.to_owned())
         }

@@ -184,8 +184,9 @@ resources:
 /// Seed 002: "`metric` - defaults to val_loss". Accepted, stored filled in, and the user is told.
 #[test]
 fn a_missing_searcher_metric_defaults_to_val_loss_with_a_warning() {
-    let parsed = parse_experiment_config("entrypoint: model_def:IrisTrial\nsearcher: {name: single, max_length: {batches: 10}}\n", &master())
-        .unwrap_or_else(|e| panic!("{e:?}"));
+    let parsed =
+        parse_experiment_config("entrypoint: model_def:IrisTrial\nsearcher: {name: single, max_length: {batches: 10}}\n", &master())
+            .unwrap_or_else(|e| panic!("{e:?}"));
     assert_eq!(parsed.config.searcher_metric(), "val_loss");
     let warning = parsed.warnings.iter().find(|w| w.path == "searcher.metric").expect("a warning for searcher.metric");
     assert_eq!(warning.kind, WarningKind::Defaulted);

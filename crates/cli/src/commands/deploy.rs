@@ -180,7 +180,8 @@ fn default_users_note(url: &str, initial_password: Option<&str>) -> String {
         .filter(|user| match session::login(url, user, expected) {
             Ok(resp) => {
                 // A courtesy: the session only proved the password; failing to end it is harmless.
-                let _ = Client::new(url).map(|c| c.with_token(resp.token).post::<_, serde_json::Value>("api/v1/auth/logout", &serde_json::json!({})));
+                let _ = Client::new(url)
+                    .map(|c| c.with_token(resp.token).post::<_, serde_json::Value>("api/v1/auth/logout", &serde_json::json!({})));
                 false
             }
             Err(_) => true,

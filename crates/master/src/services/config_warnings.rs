@@ -10,9 +10,7 @@ use resolute_expconf::ExperimentConfig;
 pub fn cluster_warnings(config: &ExperimentConfig) -> Vec<String> {
     let mut warnings = Vec::new();
     if config.environment.pod_spec.is_some() {
-        warnings.push(
-            "environment.pod_spec: ignored: this cluster runs trials as processes on agents, not as Kubernetes pods".to_owned(),
-        );
+        warnings.push("environment.pod_spec: ignored: this cluster runs trials as processes on agents, not as Kubernetes pods".to_owned());
     }
     for key in ["slurm", "pbs"] {
         if config.passthrough.contains_key(key) {
@@ -37,7 +35,9 @@ mod tests {
     fn pod_spec_and_batch_options_are_named() {
         let base = "entrypoint: python3 train.py\nsearcher: {name: single, metric: loss}\n";
         assert!(cluster_warnings(&config(base)).is_empty());
-        let with = format!("{base}environment:\n  pod_spec: {{spec: {{containers: [{{name: determined-container}}]}}}}\nslurm: {{gpu_type: a100}}\n");
+        let with = format!(
+            "{base}environment:\n  pod_spec: {{spec: {{containers: [{{name: determined-container}}]}}}}\nslurm: {{gpu_type: a100}}\n"
+        );
         let warnings = cluster_warnings(&config(&with));
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].starts_with("environment.pod_spec: ignored"), "{warnings:?}");

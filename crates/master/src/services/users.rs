@@ -214,10 +214,8 @@ impl UserService {
         // The store's name filter is a case-insensitive substring match: a superset to check.
         let filter = UserFilter { name: Some(name.to_owned()), limit: Some(super::paging::MAX_UNPAGED_LIST), ..UserFilter::default() };
         let page = self.store.list_users(&filter).await?;
-        let clash = page
-            .users
-            .iter()
-            .any(|u| u.id != target_id && (u.username.to_lowercase() == lower || u.display_name.to_lowercase() == lower));
+        let clash =
+            page.users.iter().any(|u| u.id != target_id && (u.username.to_lowercase() == lower || u.display_name.to_lowercase() == lower));
         if clash {
             return Err(ApiError::invalid(format!(
                 "displayName: can not change display name to {name}: found a similar username or display name"
@@ -269,9 +267,7 @@ fn clean_display_name(name: &str, target_admin: bool, target_username: &str) -> 
         return Err(ApiError::invalid(format!("displayName must be at most {MAX_DISPLAY_NAME_LEN} characters")));
     }
     if cleaned.chars().any(|c| !(c.is_ascii_graphic() || c == ' ')) {
-        return Err(ApiError::invalid(
-            "displayName: display name and username cannot contain non-ASCII characters or control characters",
-        ));
+        return Err(ApiError::invalid("displayName: display name and username cannot contain non-ASCII characters or control characters"));
     }
     let lower = cleaned.to_lowercase();
     if !target_admin && lower == "admin" {

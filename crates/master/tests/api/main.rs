@@ -123,7 +123,7 @@ async fn initial_user_password_applies_to_default_users() {
     config.security.initial_user_password = Some("Sup3rSecret".into());
     let master = harness::TestMaster::start(config).await;
     let blank = master.post("/api/v1/auth/login", None, serde_json::json!({"username": "admin", "password": ""})).await;
-    assert_eq!(blank.status, 403);
+    assert_eq!(blank.status, 401);
     for user in ["admin", "determined"] {
         let ok = master.post("/api/v1/auth/login", None, serde_json::json!({"username": user, "password": "Sup3rSecret"})).await;
         assert_eq!(ok.status, 200, "{user}: {}", ok.body);

@@ -33,7 +33,7 @@ pub async fn admin_creates_user_and_sets_password(m: &TestMaster) {
     assert_eq!(r.status, 200, "{}", r.text);
     m.login("testuser1", "NewPass2").await;
     let old = m.post("/api/v1/auth/login", None, json!({"username": "testuser1", "password": "TestPass1"})).await;
-    assert_eq!(old.status, 403);
+    assert_eq!(old.status, 401, "the old password is a rejected login");
 }
 
 pub async fn seed_000_curl_shapes(m: &TestMaster) {
