@@ -70,6 +70,18 @@ else
   dbs=()
 fi
 
+# The TensorFlow Keras examples' trials (tests/compat/test_keras.py) run in a venv of their own
+# (scripts/keras-venv.sh: tensorflow-cpu 2.15.1, ~90 s, ~1.6 GB); the bare harness venv of
+# tests/compat/test_new_user.py (scripts/bare-venv.sh, ~45 s) is built by that test.
+if [ ${#dbs[@]} -gt 0 ]; then
+  banner "Keras trial environment (scripts/keras-venv.sh .ci-work/keras-venv)"
+  if keras_python=$(scripts/keras-venv.sh "$work/keras-venv"); then
+    export RESOLUTE_KERAS_PYTHON=$keras_python
+  else
+    record "Keras environment (scripts/keras-venv.sh): the Keras example tests will skip" 1
+  fi
+fi
+
 # --- 2. cargo test --------------------------------------------------------------------------
 banner "cargo test --workspace"
 set +e

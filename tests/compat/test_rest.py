@@ -71,11 +71,11 @@ def test_error_body_shape(master: Master) -> None:
     assert isinstance(body["error"]["error"], str) and body["error"]["error"], body
 
 
-def test_wrong_password_is_403(master: Master) -> None:
+def test_wrong_password_is_401(master: Master) -> None:
     status, _, body = call(
         master, "POST", "/api/v1/auth/login", {"username": "admin", "password": "nope", "isHashed": False}
     )
-    assert status == 403, body
+    assert status == 401 and body["error"]["reason"] == "Unauthenticated", body
 
 
 def test_logout_invalidates_token(master: Master) -> None:

@@ -15,7 +15,10 @@
 //!
 //! `sitecustomize.py` installs a lazy `sys.meta_path` hook: only when `determined._info` is
 //! imported does it point the module's default paths at `info/`. It then runs whatever other
-//! `sitecustomize` would have been loaded without it.
+//! `sitecustomize` would have been loaded without it. It also stands in a no-op TensorBoard
+//! writer when the task's Python has neither TensorFlow nor torch+tensorboard
+//! (`harness_shim_tensorboard.py`), so `core.init()` works in a bare venv, and runs a one-process
+//! legacy Trial itself when `torch.distributed.run` is missing (`harness_shim_torchrun.py`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -196,8 +199,21 @@ pub fn sitecustomize_source(info_dir: &Path) -> String {
     // A JSON string is a valid Python string literal.
     let literal = |p: &Path| Value::String(p.to_string_lossy().into_owned()).to_string();
     let model_dir = info_dir.with_file_name("model");
-    SITECUSTOMIZE.replace("@INFO_DIR@", &literal(info_dir)).replace("@MODEL_DIR@", &literal(&model_dir))
+    let source = SITECUSTOMIZE.replace("@INFO_DIR@", &literal(info_dir)).replace("@MODEL_DIR@", &literal(&model_dir));
+    // The writer fallback goes before the chained sitecustomize runs (the last statement).
+    match source.rfind(CHAIN_CALL) {
+        Some(at) => format!("{}{TENSORBOARD_FALLBACK}{TORCHRUN_STANDIN}\n{}", &source[..at], &source[at..]),
+        None => format!("{source}{TENSORBOARD_FALLBACK}{TORCHRUN_STANDIN}"),
+    }
 }
+
+/// A stand-in TensorBoard writer when the trial's Python has neither TensorFlow nor
+/// torch+tensorboard (see the file's comment).
+const TENSORBOARD_FALLBACK: &str = include_str!("harness_shim_tensorboard.py");
+/// Runs a one-process legacy Trial when `torch.distributed.run` cannot (no torch in the
+/// trial's Python, e.g. a TensorFlow-only venv for a `TFKerasTrial`).
+const TORCHRUN_STANDIN: &str = include_str!("harness_shim_torchrun.py");
+const CHAIN_CALL: &str = "\n_resolute_chain()\n";
 
 const SITECUSTOMIZE: &str = r#"# Written by the Resolute agent for one task. Points determined._info at this task's info files
 # (upstream reads them from /run/determined/info) when, and only when, that module is imported;
@@ -342,6 +358,15 @@ mod tests {
         assert!(refused("..").contains("not a file name"));
         assert!(refused("").contains("not a file name"));
         check_harness_info(&BTreeMap::from([("trial.json".to_string(), json!({}))])).unwrap();
+    }
+
+    #[test]
+    fn the_writer_fallback_and_torchrun_stand_in_run_before_the_chained_sitecustomize() {
+        let source = sitecustomize_source(Path::new("/x/info"));
+        let writer = source.find("class _ResoluteWriterFinder").expect("the TensorBoard writer fallback");
+        let torchrun = source.find("_resolute_torchrun_standin()\n").expect("the torch.distributed.run stand-in");
+        let chain = source.rfind("\n_resolute_chain()\n").expect("the chain call");
+        assert!(writer < chain && torchrun < chain, "{source}");
     }
 
     #[test]

@@ -189,6 +189,11 @@ pub struct CreateExperimentResponse {
     pub config: Value,
     #[serde(default)]
     pub warnings: Vec<LaunchWarning>,
+    /// Resolute extension: the config's warnings as text (`path: message`): ignored keys,
+    /// deprecated forms, defaults filled in. Upstream's `warnings` is an enum its CLI maps to
+    /// fixed messages (an unknown value would break its parser), so they travel beside it.
+    #[serde(default, rename = "configWarnings")]
+    pub config_warnings: Vec<String>,
 }
 
 /// `v1JobSummary`.

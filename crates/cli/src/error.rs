@@ -20,6 +20,10 @@ pub enum CliError {
     /// A rejected explicit login (upstream: `InvalidCredentialsException`).
     #[error("Invalid username/password combination. Please try again.")]
     InvalidCredentials,
+    /// The password was right but the master refused the login, naming why (a deactivated or
+    /// remote account; upstream prints `Forbidden(<reason>)`).
+    #[error("Login refused for user '{user}': {reason}")]
+    LoginRefused { user: String, reason: String },
     /// No one asked to log in and the default user was refused (upstream turns this into
     /// `UnauthenticatedException`, pointing at `det user login`).
     #[error("Unauthenticated: Please use 'det user login <username>' for password login.")]

@@ -56,8 +56,11 @@ pub fn login(master: &str, username: &str, password: &str) -> Result<LoginRespon
     let client = Client::new(master)?;
     let req = LoginRequest { username: username.to_owned(), password: salt_and_hash(password), is_hashed: true };
     match client.post("api/v1/auth/login", &req) {
-        // The master answers 403 (or 401) for unknown users and wrong passwords alike.
-        Err(ClientError::Forbidden(_) | ClientError::Unauthenticated(_)) => Err(CliError::InvalidCredentials),
+        // The master answers 401 for unknown users and wrong passwords alike (older masters: 403
+        // "invalid credentials"); any other 403 comes only after the right password and says why.
+        Err(ClientError::Unauthenticated(_)) => Err(CliError::InvalidCredentials),
+        Err(ClientError::Forbidden(reason)) if reason.contains("invalid credentials") => Err(CliError::InvalidCredentials),
+        Err(ClientError::Forbidden(reason)) => Err(CliError::LoginRefused { user: username.to_owned(), reason }),
         other => Ok(other?),
     }
 }

@@ -57,6 +57,8 @@ pub enum WarningKind {
     Deprecated,
     /// Accepted and ignored, e.g. a field another searcher uses.
     Ignored,
+    /// Left out and filled with a default the user may not expect (`searcher.metric`).
+    Defaulted,
 }
 
 /// Something the user should know that does not stop the experiment.

@@ -47,8 +47,8 @@ pub use mounts::BindMount;
 pub use path::FieldPath;
 pub use resources::{Device, Resources, ShmSize, parse_memory_size};
 pub use searcher::{
-    AdaptiveAsha, AshaMode, AsyncHalving, DEFAULT_MAX_CONCURRENT_TRIALS, ExploreFunction, Pbt, ReplaceFunction, SearcherConfig,
-    SearcherMethod, TimeBudget,
+    AdaptiveAsha, AshaMode, AsyncHalving, DEFAULT_MAX_CONCURRENT_TRIALS, DEFAULT_SEARCHER_METRIC, ExploreFunction, Pbt, ReplaceFunction,
+    SearcherConfig, SearcherMethod, TimeBudget,
 };
 pub use sections::{Optimizations, Profiling, Reproducibility, RetentionPolicy};
 pub use storage::{CheckpointStorage, StorageBackend};

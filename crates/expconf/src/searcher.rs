@@ -179,6 +179,9 @@ impl SearcherConfig {
     }
 }
 
+/// `searcher.metric` when the config leaves it out: the validation loss as Keras names it.
+pub const DEFAULT_SEARCHER_METRIC: &str = "val_loss";
+
 /// Reads the `searcher` section.
 pub(crate) fn read_searcher(ctx: &mut Ctx, field: Option<Field<'_>>, path: &crate::path::FieldPath) -> Option<SearcherConfig> {
     let Some(field) = field else {
@@ -193,9 +196,20 @@ pub(crate) fn read_searcher(ctx: &mut Ctx, field: Option<Field<'_>>, path: &crat
             None
         }
     };
-    let metric = fields
-        .require(ctx, "metric", "the validation metric the searcher optimises, e.g. validation_loss")
-        .and_then(|f| f.non_empty_string(ctx));
+    let metric = match fields.take("metric") {
+        Some(f) => f.non_empty_string(ctx),
+        // Upstream's docs (and seed 002) say the metric defaults to val_loss, Keras's name.
+        None => {
+            ctx.warn(
+                &field.path.key("metric"),
+                WarningKind::Defaulted,
+                format!(
+                    "not set; defaulting to {DEFAULT_SEARCHER_METRIC} (set searcher.metric to the validation metric your trial reports)"
+                ),
+            );
+            Some(DEFAULT_SEARCHER_METRIC.to_owned())
+        }
+    };
     let smaller_is_better = fields.bool_or(ctx, "smaller_is_better", true);
     let source_trial_id = fields.take("source_trial_id").and_then(|f| f.int_between(ctx, 1, i64::from(i32::MAX)));
     let source_checkpoint_uuid = fields.string(ctx, "source_checkpoint_uuid");

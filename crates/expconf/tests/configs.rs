@@ -160,6 +160,7 @@ hyperparameters:
   lr: {type: double, minval: 0.5, maxval: 0.1}
 searcher:
   name: single
+  metric: ''
 resources:
   slots_per_trial: -1
 ";
@@ -174,10 +175,23 @@ resources:
         messages,
         [
             "hyperparameters.lr.minval: minval must be less than maxval (0.1) (found 0.5)",
-            "searcher.metric: required but missing (the validation metric the searcher optimises, e.g. validation_loss)",
+            "searcher.metric: must not be empty (found \"\")",
             "resources.slots_per_trial: found -1, expected an integer >= 0",
         ]
     );
+}
+
+/// Seed 002: "`metric` - defaults to val_loss". Accepted, stored filled in, and the user is told.
+#[test]
+fn a_missing_searcher_metric_defaults_to_val_loss_with_a_warning() {
+    let parsed =
+        parse_experiment_config("entrypoint: model_def:IrisTrial\nsearcher: {name: single, max_length: {batches: 10}}\n", &master())
+            .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(parsed.config.searcher_metric(), "val_loss");
+    let warning = parsed.warnings.iter().find(|w| w.path == "searcher.metric").expect("a warning for searcher.metric");
+    assert_eq!(warning.kind, WarningKind::Defaulted);
+    assert!(warning.to_string().contains("defaulting to val_loss"), "{warning}");
+    assert_eq!(serde_json::to_value(&parsed.config).unwrap()["searcher"]["metric"], "val_loss");
 }
 
 #[test]

@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 
 use super::local_agents;
+use crate::client::Client;
 use crate::error::CliError;
 use crate::local_process::{self, Paths};
 use crate::say;
+use crate::session;
 use crate::setting_flags::flag_for;
 
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -158,15 +160,45 @@ fn cluster_up(paths: &Paths, args: &ClusterUpArgs) -> Result<(), CliError> {
     say!("  data directory: {}", paths.data_dir.display());
     say!("  log file:       {}", paths.log_file.display());
     local_agents::start(paths, args.master_port, &agent_options(args))?;
-    let passwords = match args.initial_user_password {
-        Some(_) => "the password given by --initial-user-password",
-        None => "blank passwords",
-    };
-    say!("Default users: 'admin' (admin) and 'determined', with {passwords}.");
+    say!("{}", default_users_note(&url, args.initial_user_password.as_deref()));
     if args.master_port != 8080 {
         say!("Point the CLI at it with: export DET_MASTER={url}");
     }
     Ok(())
+}
+
+/// What to tell the user about the default users' passwords. The initial password applies only
+/// to a fresh database; one kept from an earlier run may hold changed passwords, so each user is
+/// checked by logging in (and out again) with the password the user would expect.
+fn default_users_note(url: &str, initial_password: Option<&str>) -> String {
+    let (expected, described) = match initial_password {
+        Some(p) => (p, "the password given by --initial-user-password"),
+        None => ("", "blank passwords"),
+    };
+    let changed: Vec<&str> = ["admin", "determined"]
+        .into_iter()
+        .filter(|user| match session::login(url, user, expected) {
+            Ok(resp) => {
+                // A courtesy: the session only proved the password; failing to end it is harmless.
+                let _ = Client::new(url)
+                    .map(|c| c.with_token(resp.token).post::<_, serde_json::Value>("api/v1/auth/logout", &serde_json::json!({})));
+                false
+            }
+            Err(_) => true,
+        })
+        .collect();
+    match changed.as_slice() {
+        [] => format!("Default users: 'admin' (admin) and 'determined', with {described}."),
+        users => {
+            let names = users.iter().map(|u| format!("'{u}'")).collect::<Vec<_>>().join(" and ");
+            format!(
+                "Default users: 'admin' (admin) and 'determined'. This database is kept from an earlier run: {names} no longer \
+                 {verb} {described}; log in with the current password (or start afresh with --delete-db).",
+                verb = if users.len() == 1 { "has" } else { "have" },
+                described = if initial_password.is_some() { "the password given by --initial-user-password" } else { "a blank password" },
+            )
+        }
+    }
 }
 
 fn agent_options(args: &ClusterUpArgs) -> local_agents::AgentOptions {

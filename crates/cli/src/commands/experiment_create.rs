@@ -80,6 +80,10 @@ pub fn create(g: &Globals, args: &CreateArgs) -> Result<(), CliError> {
         body["template"] = json!(t);
     }
     let resp: Value = client.post("api/v1/experiments", &body)?;
+    // The config's warnings (ignored keys, deprecated forms, filled-in defaults), to stderr.
+    for warning in resp.get("configWarnings").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        eprintln!("Warning: {warning}");
+    }
     if args.test_mode {
         say!("Experiment configuration validation succeeded! 🎉");
         return Ok(());

@@ -232,7 +232,11 @@ fn user_lifecycle_against_a_real_master() {
     det.ok(&["user", "deactivate", "alice"], "");
     assert!(!det.usernames(false).contains(&"alice".to_owned()));
     assert!(det.usernames(true).contains(&"alice".to_owned()));
-    det.fails(&["user", "login", "alice"], "Other2\n", &[]);
+    let err = det.fails(&["user", "login", "alice"], "Other2\n", &[]);
+    assert!(err.contains("deactivated") && !err.contains("Invalid username/password"), "{err}");
+    // A wrong password tells nothing about the account.
+    let err = det.fails(&["user", "login", "alice"], "wrong\n", &[]);
+    assert!(err.contains("Invalid username/password") && !err.contains("deactivated"), "{err}");
     det.ok(&["user", "activate", "alice"], "");
     assert!(det.usernames(false).contains(&"alice".to_owned()));
 
@@ -361,6 +365,19 @@ fn deploy_local_cluster_up_and_down() {
     let again = deploy.run(&up);
     assert!(again.status.success(), "{}", describe(&again));
     assert!(String::from_utf8_lossy(&again.stdout).contains("already running"));
+    assert!(stdout.contains("with blank passwords"), "{stdout}");
+
+    // On a kept database whose admin password changed, cluster-up says so instead of claiming
+    // blank passwords.
+    det.ok(&["user", "login", "admin"], "\n");
+    det.ok(&["user", "change-password"], "Changed1x\nChanged1x\n");
+    let down = deploy.run(&["cluster-down"]);
+    assert!(down.status.success(), "{}", describe(&down));
+    let up_again = deploy.run(&up);
+    assert!(up_again.status.success(), "{}", describe(&up_again));
+    let stdout = String::from_utf8_lossy(&up_again.stdout);
+    assert!(!stdout.contains("with blank passwords"), "{stdout}");
+    assert!(stdout.contains("'admin' no longer has a blank password"), "{stdout}");
 
     let down = deploy.run(&["cluster-down", "--delete-db"]);
     assert!(down.status.success(), "{}", describe(&down));

@@ -16,7 +16,7 @@ use crate::services::Principal;
 use crate::state::AppState;
 
 #[utoipa::path(post, path = "/api/v1/auth/login", tag = "Authentication", request_body = LoginRequest,
-    responses((status = 200, body = LoginResponse), (status = 403, description = "invalid credentials or inactive user", body = ErrorBody)))]
+    responses((status = 200, body = LoginResponse), (status = 401, description = "invalid credentials (unknown user or wrong password)", body = ErrorBody), (status = 403, description = "the user is deactivated or remote", body = ErrorBody)))]
 pub async fn login(
     State(state): State<AppState>,
     ClientAddr(client): ClientAddr,

@@ -68,7 +68,12 @@ pub async fn create(
         // Validation only: an empty experiment, as upstream (the Python bindings need one).
         None => empty_experiment(),
     };
-    Ok(Json(CreateExperimentResponse { experiment, config: created.config, warnings: Vec::new() }))
+    Ok(Json(CreateExperimentResponse {
+        experiment,
+        config: created.config,
+        warnings: Vec::new(),
+        config_warnings: created.config_warnings,
+    }))
 }
 
 fn empty_experiment() -> Experiment {

@@ -36,8 +36,13 @@ impl AuthService {
     /// answer after the same work (one Argon2 verification each), so logins cannot probe for
     /// usernames, by message or by time. `client` is the caller's address, for rate limiting
     /// (see `login_throttle`).
+    ///
+    /// A rejected password is 401 (`Unauthenticated`), as upstream's master answers and its SDK
+    /// raises `UnauthenticatedException`. Only a caller who gave the right password learns that
+    /// the account is deactivated or remote (403 with the reason), as upstream does: an unknown
+    /// user is never told apart from a wrong password.
     pub async fn login(&self, username: &str, submitted: &str, is_hashed: bool, client: Option<IpAddr>) -> ApiResult<(String, UserRecord)> {
-        let invalid = || ApiError::forbidden("invalid credentials");
+        let invalid = || ApiError::unauthenticated("invalid credentials");
         self.throttle
             .check(username, client, Instant::now())
             .map_err(|refused| ApiError::too_many_requests(refused.to_string(), refused.retry_after.as_secs()))?;
@@ -61,7 +66,7 @@ impl AuthService {
             return Err(ApiError::forbidden("user is managed by a remote identity provider and cannot log in with a password"));
         }
         if !user.active {
-            return Err(ApiError::forbidden("user is not active"));
+            return Err(ApiError::forbidden("user is not active: the account has been deactivated; an admin can reactivate it"));
         }
         let (token, token_hash) = token::new_token();
         let now = db_now();

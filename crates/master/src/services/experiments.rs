@@ -62,6 +62,9 @@ pub struct NewExperimentRequest {
 pub struct CreatedExperiment {
     pub experiment: Option<ExperimentView>,
     pub config: Value,
+    /// What the user should know about the config (ignored keys, deprecated forms, defaults
+    /// they may not expect), each `path: message`; also in the master's log.
+    pub config_warnings: Vec<String>,
 }
 
 /// An experiment with what its wire form needs from other tables.
@@ -143,7 +146,7 @@ impl ExperimentService {
         // The project comes first: its workspace's checkpoint storage is merged under the config.
         let project = self.resolve_project(req.project_id, &config_text).await?;
         let workspace = self.store.workspace_by_id(project.workspace_id, caller.user.id).await?;
-        let config = self.validate_config_in(&config_text, workspace.checkpoint_storage_config)?;
+        let (config, config_warnings) = self.validate_config_in(&config_text, workspace.checkpoint_storage_config)?;
         input_limits::check_text("name", &config.name, input_limits::NAME_BYTES)?;
         input_limits::check_text("description", config.description.as_deref().unwrap_or_default(), input_limits::DESCRIPTION_BYTES)?;
         input_limits::check_labels("labels", &config.labels)?;
@@ -159,7 +162,7 @@ impl ExperimentService {
         let files = req.files;
         let model_definition = tokio::task::spawn_blocking(move || build_archive(&files)).await.map_err(|_| ApiError::internal())??;
         if req.validate_only {
-            return Ok(CreatedExperiment { experiment: None, config: config_json });
+            return Ok(CreatedExperiment { experiment: None, config: config_json, config_warnings });
         }
         let state = if req.activate { ExperimentState::Active } else { ExperimentState::Paused };
         let record = self
@@ -186,7 +189,7 @@ impl ExperimentService {
         self.cluster.experiment_created(record.id, CREATE_TRIALS_WAIT).await;
         let record = self.store.experiment_by_id(record.id).await?;
         let view = self.view(record).await?;
-        Ok(CreatedExperiment { experiment: Some(view), config: config_json })
+        Ok(CreatedExperiment { experiment: Some(view), config: config_json, config_warnings })
     }
 
     /// `searcher.source_trial_id` / `source_checkpoint_uuid` must name a checkpoint trials can
@@ -226,12 +229,13 @@ impl ExperimentService {
 
     /// Parses, defaults and validates; every error in one message, each with its field path.
     pub(crate) fn validate_config(&self, text: &str) -> ApiResult<ExperimentConfig> {
-        self.validate_config_in(text, None)
+        self.validate_config_in(text, None).map(|(config, _)| config)
     }
 
     /// [`validate_config`](Self::validate_config) for an experiment in a workspace with its own
-    /// checkpoint storage: merged under the experiment's, and over the master's (upstream's order).
-    pub(crate) fn validate_config_in(&self, text: &str, workspace_storage: Option<Value>) -> ApiResult<ExperimentConfig> {
+    /// checkpoint storage (merged under the experiment's, and over the master's: upstream's
+    /// order), plus the warnings the user should see, as `path: message`.
+    pub(crate) fn validate_config_in(&self, text: &str, workspace_storage: Option<Value>) -> ApiResult<(ExperimentConfig, Vec<String>)> {
         let with_defaults = self.with_container_defaults_text(text);
         let text = with_defaults.as_deref().unwrap_or(text);
         let seed = u32::try_from(db_now().timestamp().rem_euclid(i64::from(u32::MAX))).unwrap_or(0);
@@ -242,10 +246,12 @@ impl ExperimentService {
         let defaults = defaults.with_checkpoint_storage(self.checkpoint_storage.clone());
         match parse_experiment_config(text, &defaults) {
             Ok(parsed) => {
-                for warning in &parsed.warnings {
+                let mut warnings: Vec<String> = parsed.warnings.iter().map(ToString::to_string).collect();
+                warnings.extend(super::config_warnings::cluster_warnings(&parsed.config));
+                for warning in &warnings {
                     tracing::warn!(experiment = %parsed.config.name, "experiment config: {warning}");
                 }
-                Ok(parsed.config)
+                Ok((parsed.config, warnings))
             }
             Err(errors) => {
                 let all: Vec<String> = errors.iter().map(ToString::to_string).collect();

@@ -4,6 +4,7 @@ mod auth;
 pub mod checkpoint_gc;
 pub mod checkpoint_storage;
 mod commands;
+mod config_warnings;
 pub mod downsample;
 mod experiment_bulk;
 mod experiment_changes;

@@ -81,7 +81,7 @@ impl UserService {
     pub async fn create(&self, caller: &Principal, req: NewUserRequest) -> ApiResult<UserRecord> {
         require_admin(caller, "create users")?;
         validate_username(&req.username)?;
-        validate_display_name(&req.display_name)?;
+        let display_name = clean_display_name(&req.display_name, req.admin, &req.username)?;
         if req.remote && !req.client_hash.is_empty() {
             return Err(ApiError::invalid("password: remote users cannot have a password"));
         }
@@ -89,7 +89,7 @@ impl UserService {
         let password_hash = password::hash_for_storage(req.client_hash).await;
         let user = resolute_store::NewUser {
             username: req.username,
-            display_name: req.display_name,
+            display_name,
             admin: req.admin,
             active: req.active,
             remote: req.remote,
@@ -154,10 +154,15 @@ impl UserService {
         if let Some(name) = &changes.username {
             validate_username(name)?;
         }
-        if let Some(name) = &changes.display_name {
-            validate_display_name(name)?;
-        }
         let target = self.store.user_by_id(id).await?;
+        let display_name = match &changes.display_name {
+            Some(name) if *name != target.display_name => {
+                let cleaned = clean_display_name(name, target.admin, &target.username)?;
+                self.refuse_similar_display_name(&cleaned, target.id).await?;
+                Some(cleaned)
+            }
+            _ => None,
+        };
         let becomes_remote = changes.remote.unwrap_or(target.remote);
         if becomes_remote && changes.client_hash.as_deref().is_some_and(|h| !h.is_empty()) {
             return Err(ApiError::invalid("password: remote users cannot have a password"));
@@ -180,7 +185,7 @@ impl UserService {
         };
         let patch = UserPatch {
             username: changes.username,
-            display_name: changes.display_name,
+            display_name,
             admin: changes.admin,
             active: changes.active,
             remote: changes.remote,
@@ -195,6 +200,28 @@ impl UserService {
         // Cached sessions carry the old account (e.g. still active, still admin).
         self.sessions.remove_user(id);
         Ok(updated)
+    }
+}
+
+impl UserService {
+    /// Upstream refuses a display name that another user already has as username or display
+    /// name, ignoring case, so people cannot pass for each other in listings.
+    async fn refuse_similar_display_name(&self, name: &str, target_id: i32) -> ApiResult<()> {
+        if name.is_empty() {
+            return Ok(());
+        }
+        let lower = name.to_lowercase();
+        // The store's name filter is a case-insensitive substring match: a superset to check.
+        let filter = UserFilter { name: Some(name.to_owned()), limit: Some(super::paging::MAX_UNPAGED_LIST), ..UserFilter::default() };
+        let page = self.store.list_users(&filter).await?;
+        let clash =
+            page.users.iter().any(|u| u.id != target_id && (u.username.to_lowercase() == lower || u.display_name.to_lowercase() == lower));
+        if clash {
+            return Err(ApiError::invalid(format!(
+                "displayName: can not change display name to {name}: found a similar username or display name"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -231,14 +258,25 @@ pub fn validate_username(name: &str) -> ApiResult<()> {
     }
 }
 
-fn validate_display_name(name: &str) -> ApiResult<()> {
-    if name.chars().count() > MAX_DISPLAY_NAME_LEN {
+/// Upstream's display-name rules: surrounding whitespace trimmed; printable ASCII only (hidden
+/// whitespace and look-alike letters could impersonate someone); only an admin may be called
+/// "admin" and only `determined` "determined" (ignoring case). Empty clears the name.
+fn clean_display_name(name: &str, target_admin: bool, target_username: &str) -> ApiResult<String> {
+    let cleaned = name.trim();
+    if cleaned.chars().count() > MAX_DISPLAY_NAME_LEN {
         return Err(ApiError::invalid(format!("displayName must be at most {MAX_DISPLAY_NAME_LEN} characters")));
     }
-    if name.chars().any(char::is_control) {
-        return Err(ApiError::invalid("displayName must not contain control characters"));
+    if cleaned.chars().any(|c| !(c.is_ascii_graphic() || c == ' ')) {
+        return Err(ApiError::invalid("displayName: display name and username cannot contain non-ASCII characters or control characters"));
     }
-    Ok(())
+    let lower = cleaned.to_lowercase();
+    if !target_admin && lower == "admin" {
+        return Err(ApiError::invalid("displayName: non-admin user cannot be renamed 'admin'"));
+    }
+    if target_username != "determined" && lower == "determined" {
+        return Err(ApiError::invalid("displayName: user cannot be renamed 'determined'"));
+    }
+    Ok(cleaned.to_owned())
 }
 
 /// Linux's longest user and group names.

@@ -24,16 +24,18 @@ pub async fn blank_password_login_with_hashed_and_plain(m: &TestMaster) {
     m.login("admin", "").await;
 }
 
-pub async fn wrong_password_and_unknown_user_are_403(m: &TestMaster) {
+/// Upstream's master answers a rejected login 401 `Unauthenticated` (the 0.38 SDK raises
+/// `UnauthenticatedException`), the same body for an unknown user as for a wrong password.
+pub async fn wrong_password_and_unknown_user_are_401(m: &TestMaster) {
     let admin = m.login("admin", "").await;
     m.create_user(&admin, "pat", "Passw0rd").await;
     let wrong = m.post("/api/v1/auth/login", None, json!({"username": "pat", "password": client_hash("nope"), "isHashed": true})).await;
-    assert_error(&wrong, 403, "PermissionDenied");
+    assert_error(&wrong, 401, "Unauthenticated");
     assert!(wrong.text.contains("invalid credentials"));
     let blank = m.post("/api/v1/auth/login", None, json!({"username": "pat", "password": ""})).await;
-    assert_error(&blank, 403, "PermissionDenied");
+    assert_error(&blank, 401, "Unauthenticated");
     let unknown = m.post("/api/v1/auth/login", None, json!({"username": "ghost", "password": ""})).await;
-    assert_error(&unknown, 403, "PermissionDenied");
+    assert_error(&unknown, 401, "Unauthenticated");
     assert_eq!(unknown.body["error"]["error"], wrong.body["error"]["error"], "no username probing");
     let ok = m.post("/api/v1/auth/login", None, json!({"username": "pat", "password": client_hash("Passw0rd"), "isHashed": true})).await;
     assert_eq!(ok.status, 200, "{}", ok.text);
@@ -71,7 +73,11 @@ pub async fn deactivated_user_cannot_log_in_or_use_sessions(m: &TestMaster) {
     assert_error(&m.get("/api/v1/me", Some(&session)).await, 401, "Unauthenticated");
     let login = m.post("/api/v1/auth/login", None, json!({"username": "quinn", "password": "Passw0rd"})).await;
     assert_error(&login, 403, "PermissionDenied");
-    assert!(login.text.contains("not active"));
+    assert!(login.text.contains("not active") && login.text.contains("deactivated"), "{}", login.text);
+    // A wrong password for a deactivated account says nothing about the account.
+    let wrong = m.post("/api/v1/auth/login", None, json!({"username": "quinn", "password": "nope"})).await;
+    assert_error(&wrong, 401, "Unauthenticated");
+    assert!(!wrong.text.contains("active"), "{}", wrong.text);
     m.patch(&format!("/api/v1/users/{id}"), Some(&admin), json!({"active": true})).await;
     m.login("quinn", "Passw0rd").await;
 }

@@ -49,7 +49,7 @@ harness::api_test!(info::master_endpoint_is_camel_case);
 harness::api_test!(info::openapi_document_lists_endpoints);
 harness::api_test!(info::unknown_route_is_json_404);
 harness::api_test!(auth::blank_password_login_with_hashed_and_plain);
-harness::api_test!(auth::wrong_password_and_unknown_user_are_403);
+harness::api_test!(auth::wrong_password_and_unknown_user_are_401);
 harness::api_test!(auth::logout_invalidates_token);
 harness::api_test!(auth::cookie_is_accepted);
 harness::api_test!(auth::missing_or_garbage_token_is_401);
@@ -67,6 +67,7 @@ harness::api_test!(users::non_admin_permissions);
 harness::api_test!(users::list_paginates_and_filters);
 harness::api_test!(users::patch_fields_and_rename_conflict);
 harness::api_test!(users::agent_user_group_links);
+harness::api_test!(users::display_names_follow_upstream_rules);
 harness::api_test!(task_users::tasks_run_as_their_owners_agent_user);
 harness::api_test!(bad_input::malformed_bodies_are_400_naming_the_field);
 harness::api_test!(bad_input::duplicate_and_invalid_usernames);
@@ -149,7 +150,7 @@ async fn initial_user_password_applies_to_default_users() {
     config.security.initial_user_password = Some("Sup3rSecret".into());
     let master = harness::TestMaster::start(config).await;
     let blank = master.post("/api/v1/auth/login", None, serde_json::json!({"username": "admin", "password": ""})).await;
-    assert_eq!(blank.status, 403);
+    assert_eq!(blank.status, 401);
     for user in ["admin", "determined"] {
         let ok = master.post("/api/v1/auth/login", None, serde_json::json!({"username": user, "password": "Sup3rSecret"})).await;
         assert_eq!(ok.status, 200, "{user}: {}", ok.body);

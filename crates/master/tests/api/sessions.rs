@@ -106,7 +106,7 @@ pub async fn the_101st_wrong_password_is_throttled(m: &TestMaster) {
     for i in 0..100 {
         *statuses.entry(login_as(m, "victim", &format!("guess{i}")).await.status).or_default() += 1;
     }
-    assert_eq!(statuses.get(&403), Some(&10), "ten guesses are checked, the rest refused: {statuses:?}");
+    assert_eq!(statuses.get(&401), Some(&10), "ten guesses are checked, the rest refused: {statuses:?}");
     assert_eq!(statuses.get(&429), Some(&90), "{statuses:?}");
     // Refused guesses cost no Argon2 work: 90 of them take far less than 90 verifications.
     eprintln!("100 wrong logins took {:?}", started.elapsed());
@@ -137,7 +137,7 @@ pub async fn a_few_typos_do_not_lock_a_user_out(m: &TestMaster) {
     m.create_user(&admin, "typist", "s3cret").await;
     for round in 0..3 {
         for _ in 0..5 {
-            assert_error(&login_as(m, "typist", "s3crte").await, 403, "PermissionDenied");
+            assert_error(&login_as(m, "typist", "s3crte").await, 401, "Unauthenticated");
         }
         let ok = login_as(m, "typist", "s3cret").await;
         assert_eq!(ok.status, 200, "round {round}: {}", ok.text);
@@ -149,7 +149,7 @@ async fn median_login(m: &TestMaster, username: &str, password: &str) -> Duratio
     let mut times = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        assert_error(&login_as(m, username, password).await, 403, "PermissionDenied");
+        assert_error(&login_as(m, username, password).await, 401, "Unauthenticated");
         times.push(t.elapsed());
     }
     times.sort();

@@ -33,7 +33,7 @@ pub async fn admin_creates_user_and_sets_password(m: &TestMaster) {
     assert_eq!(r.status, 200, "{}", r.text);
     m.login("testuser1", "NewPass2").await;
     let old = m.post("/api/v1/auth/login", None, json!({"username": "testuser1", "password": "TestPass1"})).await;
-    assert_eq!(old.status, 403);
+    assert_eq!(old.status, 401, "the old password is a rejected login");
 }
 
 pub async fn seed_000_curl_shapes(m: &TestMaster) {
@@ -210,4 +210,47 @@ pub async fn agent_user_group_links(m: &TestMaster) {
     assert_error(&refused, 400, "InvalidArgument");
     assert!(refused.text.contains("user.agentUserGroup.agentGid is required"), "{}", refused.text);
     assert_eq!(m.get("/api/v1/users/lars2/by-username", Some(&admin)).await.status, 404, "a refused create leaves no user");
+}
+
+/// Upstream's display-name rules: trimmed, printable ASCII only, "admin"/"determined" reserved,
+/// and never another user's username or display name (ignoring case). Each refusal is a 400
+/// naming `displayName`.
+pub async fn display_names_follow_upstream_rules(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let id = m.create_user(&admin, "dora", "Dora1234").await;
+    m.create_user(&admin, "erin", "Erin1234").await;
+    let dora = m.login("dora", "Dora1234").await;
+    let patch = |name: &str| json!({"displayName": name});
+
+    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&dora), patch("  Dora the Explorer \t")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["user"]["displayName"], "Dora the Explorer", "trimmed");
+
+    for (name, cause) in [
+        ("Dörа", "non-ASCII"),
+        ("Do\u{200b}ra", "non-ASCII"),
+        ("ADMIN", "'admin'"),
+        ("Determined", "'determined'"),
+        ("ERIN", "similar username"),
+    ] {
+        let r = m.patch(&format!("/api/v1/users/{id}"), Some(&dora), patch(name)).await;
+        assert_error(&r, 400, "InvalidArgument");
+        assert!(r.text.contains("displayName") && r.text.contains(cause), "{name:?}: {}", r.text);
+    }
+    // Another user's display name is taken too, ignoring case.
+    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), patch("Chief")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let erin = m.get("/api/v1/users/erin/by-username", Some(&admin)).await.body["user"]["id"].as_i64().unwrap();
+    let r = m.patch(&format!("/api/v1/users/{erin}"), Some(&admin), patch("chief")).await;
+    assert_error(&r, 400, "InvalidArgument");
+    assert_eq!(m.get("/api/v1/users/dora/by-username", Some(&admin)).await.body["user"]["displayName"], "Chief");
+    // Creation applies the character rules; the admin may be called admin.
+    let r = m.post("/api/v1/users", Some(&admin), json!({"user": {"username": "fay", "displayName": "Fäy", "active": true}})).await;
+    assert_error(&r, 400, "InvalidArgument");
+    let r = m.patch("/api/v1/users/1", Some(&admin), patch("Admin")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // Empty clears it.
+    let r = m.patch(&format!("/api/v1/users/{id}"), Some(&admin), patch("")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["user"]["displayName"], "");
 }
