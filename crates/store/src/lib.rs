@@ -20,9 +20,11 @@ mod model_logs;
 mod model_metrics;
 mod model_tasks;
 mod model_trials;
+mod model_webhooks;
 mod model_workloads;
 mod sql;
 mod summary;
+mod webhook_store;
 
 pub use error::{StoreError, StoreResult};
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};
@@ -47,8 +49,13 @@ pub use model_tasks::{
     TaskFilter, TaskRecord, TaskWithAllocations,
 };
 pub use model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
+pub use model_webhooks::{
+    DeliveryOutcome, NewLogEvent, NewWebhook, NewWebhookTrigger, TRIGGER_EXPERIMENT_STATE_CHANGE, TRIGGER_TASK_LOG, WebhookEventRecord,
+    WebhookEventStatus, WebhookRecord, WebhookTriggerRecord,
+};
 pub use model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
 pub use sql::{PostgresOptions, SqlStore};
+pub use webhook_store::WebhookStore;
 
 use std::collections::BTreeMap;
 
@@ -58,7 +65,7 @@ use serde_json::Value;
 
 /// Everything the master persists. Implementations must be safe to share across tasks.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: WebhookStore + Send + Sync + 'static {
     /// Which backend this is, for logs ("sqlite" or "postgres").
     fn backend(&self) -> &'static str;
 

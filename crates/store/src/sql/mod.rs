@@ -24,6 +24,8 @@ mod tasks;
 mod templates;
 mod trials;
 mod users;
+mod webhook_events;
+mod webhooks;
 mod workloads;
 mod workspaces;
 
@@ -89,6 +91,8 @@ pub struct SqlStore {
     pub(crate) sqlite_metrics: Option<sqlite_metrics::SqliteMetricsWriter>,
     /// Metric rows decoded by reads (see `Store::metric_rows_decoded`).
     pub(crate) decoded_metric_rows: Arc<std::sync::atomic::AtomicU64>,
+    /// Woken when a write queued webhook events (see `webhook_events`).
+    pub(crate) webhook_signal: Arc<tokio::sync::Notify>,
 }
 
 /// Connection settings for PostgreSQL, named as in upstream's `db` block of master.yaml.
@@ -139,6 +143,7 @@ impl SqlStore {
             summaries: Default::default(),
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
+            webhook_signal: Default::default(),
         };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
@@ -158,6 +163,7 @@ impl SqlStore {
             summaries: Default::default(),
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
+            webhook_signal: Default::default(),
         })
     }
 
@@ -182,6 +188,7 @@ impl SqlStore {
             summaries: Default::default(),
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
+            webhook_signal: Default::default(),
         };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
