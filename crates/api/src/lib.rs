@@ -25,6 +25,7 @@ pub mod tasks;
 pub mod templates;
 pub mod trials;
 pub mod users;
+pub mod webhooks;
 mod wire_enum;
 pub mod workloads;
 pub mod workspaces;

@@ -8,7 +8,7 @@ use crate::cluster::ClusterHandle;
 use crate::config::MasterConfig;
 use crate::services::{
     AuthService, CommandService, ExperimentService, ProxyRegistry, SessionCache, TaskLogService, TaskService, TemplateService,
-    TrialRuntimeService, UserService,
+    TrialRuntimeService, UserService, WebhookService,
 };
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
@@ -46,6 +46,8 @@ pub struct AppServices {
     /// Commands, notebooks, shells, TensorBoards and generic tasks.
     pub commands: CommandService,
     pub templates: TemplateService,
+    /// Webhooks, the task-log trigger cache the log writers match against, the request signer.
+    pub webhooks: WebhookService,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
@@ -77,6 +79,7 @@ impl AppState {
                 .with_container_defaults(config.container_defaults.clone())
                 .with_default_task_user(&config.security.default_task_user),
             templates: TemplateService::new(store.clone()),
+            webhooks: WebhookService::new(store.clone(), config.webhooks.clone()),
             cluster,
             proxies: ProxyRegistry::new(),
             store,

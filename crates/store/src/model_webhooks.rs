@@ -56,6 +56,8 @@ pub struct NewLogEvent {
     pub webhook_id: i32,
     pub trigger_id: i32,
     pub task_id: String,
+    /// The agent the line came from.
+    pub node_name: String,
     pub log_line: String,
 }
 
@@ -101,6 +103,7 @@ pub struct WebhookEventRecord {
     pub experiment_id: Option<i32>,
     pub experiment_state: Option<String>,
     pub task_id: Option<String>,
+    pub node_name: Option<String>,
     pub log_line: Option<String>,
     pub status: WebhookEventStatus,
     pub attempts: i32,

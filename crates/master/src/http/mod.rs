@@ -28,6 +28,7 @@ mod tasks;
 mod templates;
 mod trial_metrics;
 mod users;
+mod webhooks;
 mod workloads;
 mod workspaces;
 
@@ -128,6 +129,9 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/tasks", get(tasks::list))
         .route("/tasks", get(tasks::legacy_list))
         .route("/api/v1/workspaces", get(workspaces::list))
+        .route("/api/v1/webhooks", get(webhooks::list).post(webhooks::create))
+        .route("/api/v1/webhooks/{id}", axum::routing::delete(webhooks::delete).patch(webhooks::patch))
+        .route("/api/v1/webhooks/{id}/test", post(webhooks::test))
         .route("/api/v1/templates", get(templates::list))
         .route(
             "/api/v1/templates/{name}",

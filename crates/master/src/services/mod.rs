@@ -32,6 +32,10 @@ mod trial_runtime_access;
 pub mod trial_runtime_allocations;
 pub mod trial_runtime_checkpoints;
 mod users;
+pub mod webhook_delivery;
+pub mod webhook_log_matcher;
+pub mod webhook_payloads;
+mod webhooks;
 mod workloads;
 
 pub use crate::auth::allocation_tokens::{AllocationPrincipal, authenticate_allocation_token};
@@ -54,4 +58,5 @@ pub use templates::TemplateService;
 pub use trial_runtime::TrialRuntimeService;
 pub use trial_runtime_access::{Access, RuntimeCaller};
 pub use users::{NewUserRequest, UserChanges, UserListQuery, UserService, validate_username};
+pub use webhooks::WebhookService;
 pub use workloads::{Workload, WorkloadKinds, WorkloadQuery, reports_at_step, trial_workloads};

@@ -31,6 +31,7 @@ mod task_users;
 mod tasks;
 mod tensorboards;
 mod users;
+mod webhooks;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
 harness::api_test!(info::master_endpoint_is_camel_case);
@@ -74,6 +75,9 @@ harness::api_test!(experiment_lists::list_filters_sorts_and_paginates);
 harness::api_test!(experiment_lists::trials_and_checkpoints);
 harness::api_test!(tensorboards::launch_resolves_trials_and_sends_stored_metrics);
 harness::api_test!(tensorboards::launch_refuses_unknown_or_missing_sources);
+harness::api_test!(webhooks::crud_permissions_and_clear_errors);
+harness::api_test!(webhooks::completed_experiment_and_log_pattern_are_delivered);
+harness::api_test!(owned webhooks::restart_between_state_change_and_delivery_loses_nothing);
 harness::api_test!(cluster_loop::single_trial_runs_to_completion);
 harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
 harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);

@@ -36,6 +36,8 @@ CREATE TABLE webhook_events (
     experiment_id INTEGER,
     experiment_state TEXT,
     task_id TEXT,
+    -- The agent the matching line came from.
+    node_name TEXT,
     log_line TEXT,
     -- Task-log events fire once per trigger and task.
     dedupe_key TEXT UNIQUE,

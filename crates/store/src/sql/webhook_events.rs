@@ -16,7 +16,7 @@ use crate::model_webhooks::{
 };
 use crate::webhook_store::WebhookStore;
 
-const EVENT_COLUMNS: &str = "id, event_uuid, webhook_id, trigger_id, experiment_id, experiment_state, task_id, log_line, status, \
+const EVENT_COLUMNS: &str = "id, event_uuid, webhook_id, trigger_id, experiment_id, experiment_state, task_id, node_name, log_line, status, \
      attempts, created_ms, next_attempt_ms, finished_ms, last_error";
 
 /// The triggers an experiment entering a state fires: of webhooks for every workspace or for the
@@ -30,8 +30,8 @@ const INSERT_STATE_EVENT: &str = "INSERT INTO webhook_events (event_uuid, webhoo
 
 /// A task-log event, once per (trigger, task), only for webhooks of every workspace or of the
 /// workspace of the task's trial's experiment.
-const INSERT_LOG_EVENT: &str = "INSERT INTO webhook_events (event_uuid, webhook_id, trigger_id, task_id, log_line, dedupe_key, \
-     created_ms, next_attempt_ms) SELECT $1, w.id, $3, $4, $5, $6, $7, $7 FROM webhooks w WHERE w.id = $2 AND (w.workspace_id IS NULL \
+const INSERT_LOG_EVENT: &str = "INSERT INTO webhook_events (event_uuid, webhook_id, trigger_id, task_id, node_name, log_line, \
+     dedupe_key, created_ms, next_attempt_ms) SELECT $1, w.id, $3, $4, $8, $5, $6, $7, $7 FROM webhooks w WHERE w.id = $2 AND (w.workspace_id IS NULL \
      OR w.workspace_id = (SELECT p.workspace_id FROM trials tr JOIN experiments e ON e.id = tr.experiment_id \
      JOIN projects p ON p.id = e.project_id WHERE tr.task_id = $4)) ON CONFLICT (dedupe_key) DO NOTHING";
 
@@ -44,6 +44,7 @@ struct EventRow {
     experiment_id: Option<i32>,
     experiment_state: Option<String>,
     task_id: Option<String>,
+    node_name: Option<String>,
     log_line: Option<String>,
     status: String,
     attempts: i32,
@@ -63,6 +64,7 @@ impl EventRow {
             experiment_id: self.experiment_id,
             experiment_state: self.experiment_state,
             task_id: self.task_id,
+            node_name: self.node_name,
             log_line: self.log_line,
             // Only this module writes the column.
             status: WebhookEventStatus::parse(&self.status).unwrap_or(WebhookEventStatus::Failed),
@@ -168,6 +170,7 @@ impl SqlStore {
                     .bind(bounded(&e.log_line))
                     .bind(dedupe)
                     .bind(now_ms)
+                    .bind(bounded(&e.node_name))
                     .execute(&mut *tx)
                     .await
                     .map_err(|err| StoreError::from_write_ref("webhook event", &e.event_uuid, "webhook trigger", e.trigger_id, err))?

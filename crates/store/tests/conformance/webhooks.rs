@@ -129,6 +129,7 @@ pub async fn log_events_fire_once_per_task(store: &dyn Store) {
         webhook_id,
         trigger_id,
         task_id: task.to_owned(),
+        node_name: "agent-1".to_owned(),
         log_line: line.to_owned(),
     };
     let trig = hook.triggers[0].id;
@@ -145,7 +146,7 @@ pub async fn log_events_fire_once_per_task(store: &dyn Store) {
         (events[0].task_id.as_deref(), events[0].log_line.as_deref()),
         (Some(t.task_id.as_str()), Some("RuntimeError: CUDA out of memory"))
     );
-    assert_eq!(events[0].experiment_id, None);
+    assert_eq!((events[0].experiment_id, events[0].node_name.as_deref()), (None, Some("agent-1")));
     // A deleted webhook's late log events are dropped, not an error.
     store.delete_webhook(hook.id).await.unwrap();
     assert_eq!(store.enqueue_log_events(&[event(hook.id, trig, "t-9", "CUDA out of memory")]).await.unwrap(), 0);
