@@ -31,6 +31,7 @@ mod metrics;
 mod proxy;
 mod soak;
 mod trials;
+mod webhooks;
 mod workloads;
 
 use std::path::PathBuf;
@@ -71,6 +72,8 @@ enum Mode {
     Soak,
     /// `GET …/workloads?limit=10` on a trial with `--reports` reports (not in `all`).
     Workloads,
+    /// Webhook delivery latency from an experiment's state change, `--iterations` events (not in `all`).
+    Webhooks,
     /// All of the above but `soak`, in order.
     All,
 }
@@ -248,6 +251,7 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
             soak::run(&http, &master, &token, plan).await.map(|r| r.print())
         }
         Mode::Workloads => workloads::run(&http, &master, &token, args.reports, seconds).await.map(|r| r.print()),
+        Mode::Webhooks => webhooks::run(&http, base, &token, args.iterations as usize).await.map(|r| r.print()),
         Mode::Http | Mode::Proxy | Mode::All => Ok(()),
     };
     let outcome = outcome.with_context(|| format!("master log:\n{}", master::tail(&master.log)));
