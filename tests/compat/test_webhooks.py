@@ -29,7 +29,9 @@ class Receiver:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                receiver.got.append((self.path, dict(self.headers), json.loads(raw), raw))
+                # Header names are case-insensitive: kept lower-cased.
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                receiver.got.append((self.path, headers, json.loads(raw), raw))
                 self.send_response(200)
                 self.end_headers()
 
@@ -87,7 +89,7 @@ def test_bindings_create_list_patch_test_delete(master: Master, receiver: Receiv
     assert bindings.post_TestWebhook(session, id=created.id).completed is True
     _, headers, body, _ = wait_for("the test event", lambda: receiver.at("/moved"), timeout=15)[0]
     assert body["event_type"] == "EXPERIMENT_STATE_CHANGE" and body["event_data"] == {"data": "test"}
-    assert len(headers["X-Determined-AI-Signature"]) == 64
+    assert len(headers["x-determined-ai-signature"]) == 64
 
     # Not an admin: the SDK raises upstream's exception for a 403.
     user = client.Determined(master=master.url, user="determined", password="")._session
@@ -148,7 +150,7 @@ def test_completed_experiment_and_log_pattern_reach_the_receiver(
         experiment = body["event_data"]["experiment"]
         assert (experiment["id"], experiment["state"], experiment["name"]) == (exp_id, "COMPLETED", f"hooked{unique}")
         assert experiment["slots_per_trial"] == 1 and experiment["workspace"] == "Uncategorized"
-        assert headers["X-Determined-AI-Signature-Timestamp"].isdigit()
+        assert headers["x-determined-ai-signature-timestamp"].isdigit()
 
         slack = wait_for("the Slack message", lambda: receiver.at(f"/slack{unique}"), timeout=30)[0][2]
         assert slack["blocks"][0]["text"]["text"] == "Your experiment completed successfully 🎉"
@@ -173,9 +175,9 @@ def test_signature_verifies_with_the_configured_key(fresh_master_with_key: Maste
     created = bindings.post_PostWebhook(session, body=state_hook("signed", receiver.url + "/signed")).webhook
     assert bindings.post_TestWebhook(session, id=created.id).completed is True
     _, headers, _, raw = wait_for("the test event", lambda: receiver.at("/signed"), timeout=15)[0]
-    timestamp = headers["X-Determined-AI-Signature-Timestamp"]
+    timestamp = headers["x-determined-ai-signature-timestamp"]
     expected = hmac.new(b"compat-signing-key", f"{timestamp},".encode() + raw, hashlib.sha256).hexdigest()
-    assert headers["X-Determined-AI-Signature"] == expected
+    assert headers["x-determined-ai-signature"] == expected
 
 
 @pytest.fixture

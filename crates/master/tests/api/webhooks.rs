@@ -403,3 +403,39 @@ pub async fn restart_between_state_change_and_delivery_loses_nothing(m: TestMast
     assert_eq!(rx.received().len(), 1, "{:?}", rx.received());
     rx.stop().await;
 }
+
+/// State changes racing other writes (experiments being created, the loop creating their trials)
+/// all succeed and each fires its webhook: the change and its events take the write lock first.
+pub async fn state_changes_racing_other_writes_all_fire(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let rx = Receiver::start().await;
+    create_hook(m, &admin, hook("paused", &rx.url("/paused"), "WEBHOOK_TYPE_DEFAULT", on_state("PAUSED"))).await;
+    let config = "name: race\nentrypoint: python3 train.py\nsearcher: {name: single, metric: loss, max_length: {batches: 10}}\n";
+    let mut ids = Vec::new();
+    for round in 0..4 {
+        let creates = (0..5).map(|_| m.post("/api/v1/experiments", Some(&admin), json!({"config": config, "modelDefinition": [], "activate": true})));
+        let created: Vec<i64> = futures_util::future::join_all(creates)
+            .await
+            .into_iter()
+            .map(|r| {
+                assert_eq!(r.status, 200, "round {round}: {}", r.text);
+                r.body["experiment"]["id"].as_i64().unwrap()
+            })
+            .collect();
+        // Pause these while the next round's creates (and their trials) are written.
+        let next = (0..5).map(|_| m.post("/api/v1/experiments", Some(&admin), json!({"config": config, "modelDefinition": [], "activate": true})));
+        let paths: Vec<String> = created.iter().map(|id| format!("/api/v1/experiments/{id}/pause")).collect();
+        let pauses = paths.iter().map(|path| m.post(path, Some(&admin), json!({})));
+        let (paused, others) = tokio::join!(futures_util::future::join_all(pauses), futures_util::future::join_all(next));
+        for r in paused.iter().chain(others.iter()) {
+            assert_eq!(r.status, 200, "{}", r.text);
+        }
+        ids.extend(created);
+    }
+    let got = rx.wait_for("/paused", ids.len()).await;
+    let mut seen: Vec<i64> = got.iter().map(|r| r.json()["event_data"]["experiment"]["id"].as_i64().unwrap()).collect();
+    seen.sort_unstable();
+    ids.sort_unstable();
+    assert_eq!(seen, ids, "one event per paused experiment");
+    rx.stop().await;
+}
