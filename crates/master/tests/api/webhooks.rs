@@ -413,7 +413,8 @@ pub async fn state_changes_racing_other_writes_all_fire(m: &TestMaster) {
     let config = "name: race\nentrypoint: python3 train.py\nsearcher: {name: single, metric: loss, max_length: {batches: 10}}\n";
     let mut ids = Vec::new();
     for round in 0..4 {
-        let creates = (0..5).map(|_| m.post("/api/v1/experiments", Some(&admin), json!({"config": config, "modelDefinition": [], "activate": true})));
+        let creates =
+            (0..5).map(|_| m.post("/api/v1/experiments", Some(&admin), json!({"config": config, "modelDefinition": [], "activate": true})));
         let created: Vec<i64> = futures_util::future::join_all(creates)
             .await
             .into_iter()
@@ -423,7 +424,8 @@ pub async fn state_changes_racing_other_writes_all_fire(m: &TestMaster) {
             })
             .collect();
         // Pause these while the next round's creates (and their trials) are written.
-        let next = (0..5).map(|_| m.post("/api/v1/experiments", Some(&admin), json!({"config": config, "modelDefinition": [], "activate": true})));
+        let next =
+            (0..5).map(|_| m.post("/api/v1/experiments", Some(&admin), json!({"config": config, "modelDefinition": [], "activate": true})));
         let paths: Vec<String> = created.iter().map(|id| format!("/api/v1/experiments/{id}/pause")).collect();
         let pauses = paths.iter().map(|path| m.post(path, Some(&admin), json!({})));
         let (paused, others) = tokio::join!(futures_util::future::join_all(pauses), futures_util::future::join_all(next));

@@ -103,7 +103,8 @@ impl SqlStore {
         // `BEGIN IMMEDIATE` takes the write lock up front (a deferred transaction that read first
         // would fail to upgrade once another connection wrote), PostgreSQL locks the row.
         let sqlite = matches!(self.pool, super::Pool::Sqlite(_));
-        let read_sql = if sqlite { "SELECT state FROM experiments WHERE id = $1" } else { "SELECT state FROM experiments WHERE id = $1 FOR UPDATE" };
+        let read_sql =
+            if sqlite { "SELECT state FROM experiments WHERE id = $1" } else { "SELECT state FROM experiments WHERE id = $1 FOR UPDATE" };
         let queued: Option<usize> = on_pool!(self, pool => {
             let mut tx = if sqlite { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
             let before: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(read_sql)).bind(id).fetch_optional(&mut *tx).await?;
