@@ -30,6 +30,7 @@ pub mod templates;
 pub mod time_series;
 pub mod trials;
 pub mod users;
+pub mod webhooks;
 mod wire_enum;
 pub mod workloads;
 pub mod workspaces;

@@ -33,6 +33,7 @@ mod proxy;
 mod soak;
 mod time_series;
 mod trials;
+mod webhooks;
 mod workloads;
 
 use std::path::PathBuf;
@@ -77,6 +78,8 @@ enum Mode {
     Workloads,
     /// `GET /api/v1/trials/time-series` over `--ts-trials` trials of `--ts-points` reports, in process (not in `all`).
     TimeSeries,
+    /// Webhook delivery latency from an experiment's state change, `--iterations` events (not in `all`).
+    Webhooks,
     /// All of the above but `soak`, in order.
     All,
 }
@@ -275,6 +278,7 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
             soak::run(&http, &master, &token, plan).await.map(|r| r.print())
         }
         Mode::Workloads => workloads::run(&http, &master, &token, args.reports, seconds).await.map(|r| r.print()),
+        Mode::Webhooks => webhooks::run(&http, base, &token, args.iterations as usize).await.map(|r| r.print()),
         Mode::Http | Mode::Proxy | Mode::TimeSeries | Mode::All => Ok(()),
     };
     let outcome = outcome.with_context(|| format!("master log:\n{}", master::tail(&master.log)));

@@ -100,6 +100,12 @@ pub static SETTINGS: &[Setting] = &[
     setting("checkpoint_storage.storage_path", SettingKind::Text, "checkpoint storage sub-path"),
     setting("log.level", SettingKind::Text, "log level: trace, debug, info, warn, error"),
     setting(
+        "webhooks.signing_key",
+        SettingKind::Text,
+        "key of webhook signatures (X-Determined-AI-Signature); generated and stored when unset",
+    ),
+    setting("webhooks.base_url", SettingKind::Text, "the web UI's address, for links in Slack webhook messages"),
+    setting(
         "tensorboard_timeout",
         SettingKind::Count,
         "seconds without proxied traffic after which a TensorBoard is killed (default 300; 0 never)",
@@ -132,12 +138,25 @@ pub struct MasterConfig {
     /// Both of the above, validated (by [`MasterConfig::from_tree`]).
     #[serde(skip)]
     pub container_defaults: TaskContainerDefaults,
+    /// `webhooks`: the signing key and the UI address for links in Slack messages.
+    pub webhooks: WebhooksConfig,
     /// Keys we read but ignore, to warn about them once the logger is up.
     #[serde(skip)]
     pub warnings: Vec<String>,
     /// `security.agent_secret(_file)`, resolved by [`MasterConfig::from_tree`].
     #[serde(skip)]
     pub agent_secret: Option<String>,
+}
+
+/// `webhooks` in master.yaml, as upstream.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
+pub struct WebhooksConfig {
+    /// Signs every webhook request; when unset one is generated and kept in the database.
+    #[serde(skip_serializing)]
+    pub signing_key: Option<String>,
+    /// The web UI's base URL, for links in Slack messages.
+    pub base_url: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -253,6 +272,7 @@ impl Default for MasterConfig {
             task_container_defaults: None,
             pool_task_container_defaults: BTreeMap::new(),
             container_defaults: TaskContainerDefaults::default(),
+            webhooks: WebhooksConfig::default(),
             warnings: Vec::new(),
             agent_secret: None,
         }
@@ -296,7 +316,6 @@ const UPSTREAM_ONLY_KEYS: &[&str] = &[
     "cache",
     "logging",
     "retention_policy",
-    "webhooks",
     "notebook_timeout",
     "ui_customization",
     "feature_switches",

@@ -147,6 +147,16 @@ impl Master {
             )
             .run(services::idle_tasks::CHECK_INTERVAL),
         );
+        // Webhook events queued before this start (a restart) are due at once.
+        let webhook_delivery = match state.webhooks.sender().await {
+            Ok(sender) => Some(tokio::spawn(
+                services::webhook_delivery::WebhookDelivery::new(state.store.clone(), sender, state.webhooks.base_url()).run(),
+            )),
+            Err(e) => {
+                tracing::error!(error = %e.message, "webhook delivery is off: the signing key could not be read");
+                None
+            }
+        };
         // The peer address decides whether an agent without the join secret may connect, and
         // feeds the per-address login throttle.
         let app = http::router(state).into_make_service_with_connect_info::<SocketAddr>();
@@ -170,6 +180,9 @@ impl Master {
         };
         purger.abort();
         idle_watcher.abort();
+        if let Some(delivery) = webhook_delivery {
+            delivery.abort();
+        }
         cluster_loop.abort();
         store.close().await;
         result

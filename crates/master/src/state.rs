@@ -9,7 +9,7 @@ use crate::config::MasterConfig;
 use crate::services::models::ModelService;
 use crate::services::{
     AuthService, CommandService, ExperimentService, ProjectService, ProxyRegistry, SessionCache, TaskLogService, TaskService,
-    TemplateService, TrialRuntimeService, UserService, WorkspaceService,
+    TemplateService, TrialRuntimeService, UserService, WebhookService, WorkspaceService,
 };
 
 /// Who this master is, as reported by `/info` and `/api/v1/master`.
@@ -51,6 +51,8 @@ pub struct AppServices {
     pub projects: ProjectService,
     /// The model registry.
     pub models: ModelService,
+    /// Webhooks, the task-log trigger cache the log writers match against, the request signer.
+    pub webhooks: WebhookService,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
@@ -85,6 +87,7 @@ impl AppState {
             workspaces: WorkspaceService::new(store.clone()),
             projects: ProjectService::new(store.clone()),
             models: ModelService::new(store.clone()),
+            webhooks: WebhookService::new(store.clone(), config.webhooks.clone()),
             cluster,
             proxies: ProxyRegistry::new(),
             store,

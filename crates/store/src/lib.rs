@@ -21,10 +21,12 @@ mod model_metrics;
 mod model_registry;
 mod model_tasks;
 mod model_trials;
+mod model_webhooks;
 mod model_workloads;
 mod model_workspaces;
 mod sql;
 mod summary;
+mod webhook_store;
 
 pub use error::{StoreError, StoreResult};
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};
@@ -53,12 +55,17 @@ pub use model_tasks::{
     TaskFilter, TaskRecord, TaskWithAllocations,
 };
 pub use model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
+pub use model_webhooks::{
+    DeliveryOutcome, NewLogEvent, NewWebhook, NewWebhookTrigger, TRIGGER_EXPERIMENT_STATE_CHANGE, TRIGGER_TASK_LOG, WebhookEventRecord,
+    WebhookEventStatus, WebhookRecord, WebhookTriggerRecord,
+};
 pub use model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
 pub use model_workspaces::{
     Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSort, ProjectSummary,
     WORKSPACE_STATE_DELETE_FAILED, WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord, WorkspaceSort,
 };
 pub use sql::{PostgresOptions, SqlStore};
+pub use webhook_store::WebhookStore;
 
 use std::collections::BTreeMap;
 
@@ -68,7 +75,7 @@ use serde_json::Value;
 
 /// Everything the master persists. Implementations must be safe to share across tasks.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: WebhookStore + Send + Sync + 'static {
     /// Which backend this is, for logs ("sqlite" or "postgres").
     fn backend(&self) -> &'static str;
 

@@ -5,9 +5,10 @@
 //! exit reaches the loop only after its last lines (the invariant `logs -f` relies on).
 
 use resolute_api::agent_protocol::{LineLevel, TaskLogBatch};
-use resolute_store::NewLogChunk;
+use resolute_store::{NewLogChunk, NewLogEvent};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::services::webhook_log_matcher::{LineRef, LogTriggerCache};
 use crate::state::AppState;
 
 /// Messages queued between the socket loop and the writer; a full queue holds the socket back.
@@ -16,27 +17,35 @@ const QUEUE_MESSAGES: usize = 8;
 const LINES_PER_WRITE: usize = 16_000;
 
 enum Work {
-    Chunks(Vec<NewLogChunk>),
+    /// The chunks, and the task-log webhook events their lines fired (queued once they are stored).
+    Chunks(Vec<NewLogChunk>, Vec<NewLogEvent>),
     Flushed(oneshot::Sender<()>),
 }
 
 /// One per agent connection; dropping it lets the writer finish what is queued and stop.
 pub struct AgentLogWriter {
     queue: mpsc::Sender<Work>,
+    log_triggers: LogTriggerCache,
 }
 
 impl AgentLogWriter {
     pub fn start(state: AppState, agent_id: String) -> Self {
         let (queue, rx) = mpsc::channel(QUEUE_MESSAGES);
+        let log_triggers = state.webhooks.log_triggers().clone();
         tokio::spawn(write_loop(state, agent_id, rx));
-        AgentLogWriter { queue }
+        AgentLogWriter { queue, log_triggers }
     }
 
     /// Queues a `TaskLogs` message, waiting while the queue is full.
     pub async fn push(&self, agent_id: &str, batches: &[TaskLogBatch]) {
         let chunks = batches.iter().map(|b| log_chunk(agent_id, b)).collect();
+        let mut lines = Vec::new();
+        for b in batches {
+            lines.extend(b.lines.iter().map(|l| LineRef { task_id: &b.task_id, node_name: agent_id, log: &l.log }));
+        }
+        let events = self.log_triggers.match_lines(lines.into_iter()).await;
         // The writer stops only when this handle is dropped.
-        let _ = self.queue.send(Work::Chunks(chunks)).await;
+        let _ = self.queue.send(Work::Chunks(chunks, events)).await;
     }
 
     /// Waits until every batch queued so far is stored (or failed to store).
@@ -50,15 +59,17 @@ impl AgentLogWriter {
 
 async fn write_loop(state: AppState, agent_id: String, mut rx: mpsc::Receiver<Work>) {
     let mut chunks: Vec<NewLogChunk> = Vec::new();
+    let mut events: Vec<NewLogEvent> = Vec::new();
     let mut flushed = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut work = Some(first);
         let mut lines = 0;
         while let Some(w) = work.take() {
             match w {
-                Work::Chunks(c) => {
+                Work::Chunks(c, e) => {
                     lines += c.iter().map(NewLogChunk::len).sum::<usize>();
                     chunks.extend(c);
+                    events.extend(e);
                 }
                 Work::Flushed(done) => flushed.push(done),
             }
@@ -70,6 +81,14 @@ async fn write_loop(state: AppState, agent_id: String, mut rx: mpsc::Receiver<Wo
             match state.store.insert_log_chunks(std::mem::take(&mut chunks)).await {
                 Ok(()) => state.task_logs.notify_new_lines(),
                 Err(e) => tracing::error!(agent = %agent_id, error = %e, lines, "storing task logs failed"),
+            }
+        }
+        // Right after the lines are stored (before `flush` returns, so before the task's exit is
+        // processed); a failure here never fails log ingestion.
+        if !events.is_empty() {
+            let queued = std::mem::take(&mut events);
+            if let Err(e) = state.store.enqueue_log_events(&queued).await {
+                tracing::warn!(agent = %agent_id, error = %e, events = queued.len(), "queuing task-log webhook events failed");
             }
         }
         for done in flushed.drain(..) {

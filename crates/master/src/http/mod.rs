@@ -35,6 +35,7 @@ mod templates;
 mod trial_metrics;
 mod trial_time_series;
 mod users;
+mod webhooks;
 mod workloads;
 mod workspaces;
 
@@ -160,6 +161,9 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/projects/{id}/unarchive", post(projects::unarchive))
         .route("/api/v1/projects/{id}/experiments/move", post(projects::move_experiments))
         .route("/api/v1/experiments/{id}/move", post(projects::move_experiment))
+        .route("/api/v1/webhooks", get(webhooks::list).post(webhooks::create))
+        .route("/api/v1/webhooks/{id}", axum::routing::delete(webhooks::delete).patch(webhooks::patch))
+        .route("/api/v1/webhooks/{id}/test", post(webhooks::test))
         .route("/api/v1/templates", get(templates::list))
         .route(
             "/api/v1/templates/{name}",

@@ -39,6 +39,10 @@ mod trial_runtime_access;
 pub mod trial_runtime_allocations;
 pub mod trial_runtime_checkpoints;
 mod users;
+pub mod webhook_delivery;
+pub mod webhook_log_matcher;
+pub mod webhook_payloads;
+mod webhooks;
 mod workloads;
 mod workspaces;
 
@@ -65,5 +69,6 @@ pub use templates::TemplateService;
 pub use trial_runtime::TrialRuntimeService;
 pub use trial_runtime_access::{Access, RuntimeCaller};
 pub use users::{NewUserRequest, UserChanges, UserListQuery, UserService, validate_username};
+pub use webhooks::WebhookService;
 pub use workloads::{Workload, WorkloadKinds, WorkloadQuery, reports_at_step, trial_workloads};
 pub use workspaces::WorkspaceService;

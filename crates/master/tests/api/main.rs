@@ -39,6 +39,7 @@ mod tensorboards;
 mod trial_time_series;
 mod users;
 mod warm_starts;
+mod webhooks;
 mod workspaces;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
@@ -87,6 +88,10 @@ harness::api_test!(experiment_lists::list_filters_sorts_and_paginates);
 harness::api_test!(experiment_lists::trials_and_checkpoints);
 harness::api_test!(tensorboards::launch_resolves_trials_and_sends_stored_metrics);
 harness::api_test!(tensorboards::launch_refuses_unknown_or_missing_sources);
+harness::api_test!(webhooks::crud_permissions_and_clear_errors);
+harness::api_test!(webhooks::completed_experiment_and_log_pattern_are_delivered);
+harness::api_test!(owned webhooks::restart_between_state_change_and_delivery_loses_nothing);
+harness::api_test!(webhooks::state_changes_racing_other_writes_all_fire);
 harness::api_test!(cluster_loop::single_trial_runs_to_completion);
 harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
 harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);

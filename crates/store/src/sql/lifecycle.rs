@@ -11,6 +11,9 @@ use crate::error::{StoreError, StoreResult};
 /// A table whose rows carry `id`, `state` and `end_time`.
 #[derive(Clone, Copy)]
 pub(crate) enum Lifecycle {
+    // Experiments go through `webhook_events::set_experiment_state_queuing`, which also queues
+    // the webhook events of the change.
+    #[allow(dead_code)]
     Experiment,
     Trial,
 }

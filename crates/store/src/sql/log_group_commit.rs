@@ -46,6 +46,7 @@ impl SqlStore {
             summaries: Default::default(),
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
+            webhook_signal: self.webhook_signal.clone(),
         };
         tokio::spawn(async move {
             writer.write_round(round).await;

@@ -31,6 +31,8 @@ mod trial_start;
 mod trial_warm_start;
 mod trials;
 mod users;
+mod webhook_events;
+mod webhooks;
 mod workloads;
 mod workspace_writes;
 mod workspaces;
@@ -97,6 +99,8 @@ pub struct SqlStore {
     pub(crate) sqlite_metrics: Option<sqlite_metrics::SqliteMetricsWriter>,
     /// Metric rows decoded by reads (see `Store::metric_rows_decoded`).
     pub(crate) decoded_metric_rows: Arc<std::sync::atomic::AtomicU64>,
+    /// Woken when a write queued webhook events (see `webhook_events`).
+    pub(crate) webhook_signal: Arc<tokio::sync::Notify>,
 }
 
 /// Connection settings for PostgreSQL, named as in upstream's `db` block of master.yaml.
@@ -147,6 +151,7 @@ impl SqlStore {
             summaries: Default::default(),
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
+            webhook_signal: Default::default(),
         };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
@@ -166,6 +171,7 @@ impl SqlStore {
             summaries: Default::default(),
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
+            webhook_signal: Default::default(),
         })
     }
 
@@ -190,6 +196,7 @@ impl SqlStore {
             summaries: Default::default(),
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
+            webhook_signal: Default::default(),
         };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;

@@ -174,11 +174,11 @@ impl Store for SqlStore {
     }
 
     async fn update_experiment_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()> {
-        self.set_state(Lifecycle::Experiment, id, state, end_time).await
+        self.set_experiment_state_queuing(id, None, state, end_time).await.map(|_| ())
     }
 
     async fn update_experiment_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool> {
-        self.set_state_if(Lifecycle::Experiment, id, from, to, end_time).await
+        self.set_experiment_state_queuing(id, Some(from), to, end_time).await
     }
 
     async fn set_experiment_archived(&self, id: i32, archived: bool) -> StoreResult<()> {

@@ -25,11 +25,16 @@ mod trial_start;
 mod trial_warm_start;
 mod trials;
 mod users;
+mod webhooks;
 mod workloads;
 mod workspaces;
 
 use resolute_store::Store;
 
+harness::conformance!(webhooks::create_list_patch_delete);
+harness::conformance!(webhooks::state_change_queues_events_in_its_transaction);
+harness::conformance!(webhooks::log_events_fire_once_per_task);
+harness::conformance!(webhooks::signing_key_is_kept);
 harness::conformance!(users::create_and_fetch);
 harness::conformance!(users::duplicate_username_conflicts);
 harness::conformance!(users::create_if_absent_is_idempotent);
