@@ -85,7 +85,7 @@ fi
 # --- 2. cargo test --------------------------------------------------------------------------
 banner "cargo test --workspace"
 set +e
-cargo test --workspace 2>&1 | tee "$logs/cargo-test.log"
+cargo test --workspace --no-fail-fast 2>&1 | tee "$logs/cargo-test.log"
 status=${PIPESTATUS[0]}
 set -e
 results=$(grep -E '^test result:' "$logs/cargo-test.log" || true)

@@ -10,7 +10,9 @@
 //!   rest;
 //! - each runtime worker collects its heap when it goes idle ([`collect_when_idle`], as the
 //!   runtime's `on_thread_park`), at most once per [`COLLECT_INTERVAL`], so under load the cost
-//!   is a collection a second per worker.
+//!   is a collection a second per worker;
+//! - so do the store's own SQLite threads (the metrics writer, the WAL checkpointer), which are
+//!   not runtime workers, through the store's idle hook (`resolute_store::set_thread_idle_hook`).
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};

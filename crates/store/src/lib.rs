@@ -11,6 +11,7 @@
 //! without showing details to clients.
 
 mod error;
+mod idle_hook;
 mod log_chunk;
 mod model;
 mod model_checkpoints;
@@ -29,6 +30,7 @@ mod summary;
 mod webhook_store;
 
 pub use error::{StoreError, StoreResult};
+pub use idle_hook::set_thread_idle_hook;
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};
 pub use model::{
     AgentUserGroup, AuthenticatedSession, NewSession, NewUser, OrderDirection, RevokeSessions, SessionRecord, UserFilter, UserPage,

@@ -61,6 +61,10 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let config = MasterConfig::load(args.config_file.as_deref(), &args.settings.0)
         .map_err(|e| CliError::msg(format!("invalid master configuration: {e}")))?;
     init_tracing(&config.log.level);
+    // The store's SQLite threads give back what they freed too when they go idle.
+    resolute_store::set_thread_idle_hook(|| {
+        crate::memory::collect_when_idle();
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // An idle worker gives back what it freed (see `memory.rs`).

@@ -104,7 +104,7 @@ pub async fn nul_characters_get_the_same_answer(m: &TestMaster) {
     let r = post_experiment(m, &admin, &format!("{}workspace: \"w\\0\"\nproject: p\n", minimal_yaml("nul-project"))).await;
     assert_error(&r, 404, "NotFound");
     let r = m.post("/api/v1/auth/login", None, json!({"username": "ad\u{0}min", "password": ""})).await;
-    assert_error(&r, 403, "PermissionDenied");
+    assert_error(&r, 401, "Unauthenticated");
 
     // Users: names and display names.
     let r = m.post("/api/v1/users", Some(&admin), json!({"user": {"username": "nul\u{0}user"}})).await;

@@ -56,6 +56,7 @@ impl Checkpointer {
                         Ok(_) => {}
                         Err(e) => tracing::debug!(error = %e, "WAL checkpoint did not run"),
                     }
+                    crate::idle_hook::thread_idle();
                 }
             })
             .map_err(|e| StoreError::Io { context: "starting the SQLite checkpoint thread", source: e })?;

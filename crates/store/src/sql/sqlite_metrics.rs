@@ -105,6 +105,18 @@ impl SqliteMetricsWriter {
     }
 }
 
+/// The next job, waiting for it when there is none; the thread's idle hook runs before it waits.
+fn next_job<T>(jobs: &mut mpsc::UnboundedReceiver<T>) -> Option<T> {
+    match jobs.try_recv() {
+        Ok(job) => Some(job),
+        Err(mpsc::error::TryRecvError::Empty) => {
+            crate::idle_hook::thread_idle();
+            jobs.blocking_recv()
+        }
+        Err(mpsc::error::TryRecvError::Disconnected) => None,
+    }
+}
+
 /// The most reports one merged transaction takes (see [`run`]).
 const MAX_MERGED_REPORTS: usize = 4096;
 
@@ -114,7 +126,7 @@ const MAX_MERGED_REPORTS: usize = 4096;
 fn run(mut conn: Connection, mut jobs: mpsc::UnboundedReceiver<Envelope>) {
     let mut next: Option<Envelope> = None;
     loop {
-        let Some(Envelope { summaries, job }) = next.take().or_else(|| jobs.blocking_recv()) else { return };
+        let Some(Envelope { summaries, job }) = next.take().or_else(|| next_job(&mut jobs)) else { return };
         // The caller may have gone away; what committed stays committed.
         match job {
             Job::Write { mut reports, reply } => {
@@ -302,4 +314,39 @@ fn write_batch(conn: &mut Connection, summaries: &SummaryCache, batch: &[Current
     tx.commit()?;
     checked_out.commit(written, &deferred, now);
     Ok(admissions)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    use tokio::sync::mpsc;
+
+    use super::next_job;
+
+    static IDLE_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    #[test]
+    fn the_writer_runs_its_idle_hook_only_before_it_waits() {
+        crate::idle_hook::set_thread_idle_hook(|| {
+            IDLE_CALLS.fetch_add(1, Ordering::SeqCst);
+        });
+        let (jobs, mut receiver) = mpsc::unbounded_channel();
+        jobs.send(1).unwrap();
+        assert_eq!(next_job(&mut receiver), Some(1));
+        assert_eq!(IDLE_CALLS.load(Ordering::SeqCst), 0, "a queued job is taken without going idle");
+
+        let sender = std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while IDLE_CALLS.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+            jobs.send(2).unwrap();
+        });
+        assert_eq!(next_job(&mut receiver), Some(2));
+        assert_eq!(IDLE_CALLS.load(Ordering::SeqCst), 1, "the hook ran once, before waiting");
+        sender.join().unwrap();
+        assert_eq!(next_job(&mut receiver), None, "a closed queue ends the thread");
+    }
 }
