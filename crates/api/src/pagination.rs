@@ -29,6 +29,15 @@ impl Pagination {
         let end = if limit > 0 { start.saturating_add(limit).min(total) } else { total };
         Pagination { offset, limit, start_index: start, end_index: end, total }
     }
+
+    /// The `pagination` of a page the database already cut: `returned` rows from `offset` of
+    /// `total`, for a request that asked for `limit`. Counts past `i32::MAX` read as the maximum.
+    pub fn of_page(offset: i64, limit: i32, total: i64, returned: usize) -> Pagination {
+        let clamp = |n: i64| i32::try_from(n).unwrap_or(i32::MAX);
+        let start = offset.clamp(0, total.max(0));
+        let end = start.saturating_add(i64::try_from(returned).unwrap_or(i64::MAX));
+        Pagination { offset: clamp(offset), limit, start_index: clamp(start), end_index: clamp(end), total: clamp(total) }
+    }
 }
 
 #[cfg(test)]
@@ -47,5 +56,15 @@ mod tests {
         assert_eq!((p.start_index, p.end_index), (5, 5));
         let p = Pagination::resolve(-9, 1, 5);
         assert_eq!((p.start_index, p.end_index), (0, 1));
+    }
+
+    #[test]
+    fn describes_a_page_cut_by_the_database() {
+        let p = Pagination::of_page(10, 5, 12, 2);
+        assert_eq!((p.offset, p.limit, p.start_index, p.end_index, p.total), (10, 5, 10, 12, 12));
+        let p = Pagination::of_page(50, 5, 12, 0);
+        assert_eq!((p.start_index, p.end_index), (12, 12));
+        let p = Pagination::of_page(0, 0, i64::MAX, 3);
+        assert_eq!((p.end_index, p.total), (3, i32::MAX));
     }
 }

@@ -54,15 +54,7 @@ pub async fn list(
     QueryParams(q): QueryParams<GetWorkspaceProjectsQuery>,
 ) -> ApiResult<Json<GetWorkspaceProjectsResponse>> {
     let (rows, total, offset) = state.projects.list(&caller, parse_id(&id, "id")?, &q).await?;
-    let clamp = |n: i64| i32::try_from(n).unwrap_or(i32::MAX);
-    let start = offset.min(total);
-    let pagination = Pagination {
-        offset: clamp(offset),
-        limit: q.limit.unwrap_or(0),
-        start_index: clamp(start),
-        end_index: clamp(start + rows.len() as i64),
-        total: clamp(total),
-    };
+    let pagination = Pagination::of_page(offset, q.limit.unwrap_or(0), total, rows.len());
     Ok(Json(GetWorkspaceProjectsResponse { projects: rows.into_iter().map(to_wire).collect(), pagination }))
 }
 

@@ -34,15 +34,7 @@ pub async fn list(
     let limit = page_limit(i64::from(q.limit.unwrap_or(0)), MAX_UNPAGED_LIST);
     let filter = TemplateFilter { name_contains: q.name.filter(|n| !n.is_empty()), workspace_ids: q.workspace_ids, offset, limit };
     let (templates, total) = state.templates.list(&filter).await?;
-    let count = templates.len() as i64;
-    let clamp = |n: i64| i32::try_from(n).unwrap_or(i32::MAX);
-    let pagination = Pagination {
-        offset: clamp(offset),
-        limit: q.limit.unwrap_or(0),
-        start_index: clamp(offset.min(total)),
-        end_index: clamp(offset.min(total) + count),
-        total: clamp(total),
-    };
+    let pagination = Pagination::of_page(offset, q.limit.unwrap_or(0), total, templates.len());
     Ok(Json(GetTemplatesResponse { templates: templates.into_iter().map(wire).collect(), pagination }))
 }
 

@@ -54,15 +54,7 @@ pub async fn list(
     QueryParams(q): QueryParams<GetWorkspacesQuery>,
 ) -> ApiResult<Json<GetWorkspacesResponse>> {
     let (rows, total, offset) = state.workspaces.list(&caller, &q).await?;
-    let clamp = |n: i64| i32::try_from(n).unwrap_or(i32::MAX);
-    let start = offset.min(total);
-    let pagination = Pagination {
-        offset: clamp(offset),
-        limit: q.limit.unwrap_or(0),
-        start_index: clamp(start),
-        end_index: clamp(start + rows.len() as i64),
-        total: clamp(total),
-    };
+    let pagination = Pagination::of_page(offset, q.limit.unwrap_or(0), total, rows.len());
     Ok(Json(GetWorkspacesResponse { workspaces: rows.into_iter().map(to_wire).collect(), pagination }))
 }
 
