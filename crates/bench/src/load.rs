@@ -211,3 +211,23 @@ where
     }
     Ok(out)
 }
+
+/// Prints measured `GET` queries as a markdown table, each row with the `target` it is held to.
+pub fn print_query_table(queries: &[EndpointStats], target: &str) {
+    println!("| Query | Requests | Errors | Req/s | p50 ms | p95 ms | p99 ms | max ms | Target |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    for q in queries {
+        println!(
+            "| `GET {}` | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {target} |",
+            q.path,
+            q.ok,
+            q.errors,
+            q.requests_per_sec(),
+            q.percentile_ms(50.0),
+            q.percentile_ms(95.0),
+            q.percentile_ms(99.0),
+            q.max_ms()
+        );
+    }
+    println!();
+}

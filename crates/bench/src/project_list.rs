@@ -119,21 +119,6 @@ impl ProjectListReport {
             "Seeding through `POST /api/v1/experiments` with `projectId` ({SEED_CLIENTS} clients): {:.1} s.\n",
             self.seed_elapsed.as_secs_f64()
         );
-        println!("| Query | Requests | Errors | Req/s | p50 ms | p95 ms | p99 ms | max ms | Target |");
-        println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
-        for q in &self.queries {
-            println!(
-                "| `GET {}` | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | p95 < 20 ms |",
-                q.path,
-                q.ok,
-                q.errors,
-                q.requests_per_sec(),
-                q.percentile_ms(50.0),
-                q.percentile_ms(95.0),
-                q.percentile_ms(99.0),
-                q.max_ms()
-            );
-        }
-        println!();
+        load::print_query_table(&self.queries, "p95 < 20 ms");
     }
 }
