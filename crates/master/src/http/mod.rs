@@ -36,6 +36,7 @@ mod trial_metrics;
 mod trial_time_series;
 mod users;
 mod webhooks;
+mod webui;
 mod workloads;
 mod workspaces;
 
@@ -45,7 +46,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{any, delete, get, post, put};
 use axum::{Extension, Router};
+use axum::handler::Handler;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::CompressionLayer;
 
 use self::experiments::MAX_EXPERIMENT_BODY_BYTES;
 use self::extract::BodyLimit;
@@ -206,7 +209,8 @@ fn routes() -> Router<AppState> {
         .route("/proxy/{service}/{*rest}", any(proxy::proxy).layer(Extension(proxy_client)))
         .route("/api/v1/openapi.json", get(openapi::document))
         .route("/api/v1/api.swagger.json", get(openapi::swagger_document))
-        .fallback(not_found)
+        // The web UI for browser paths, the JSON 404 for unknown API paths (`webui.rs`).
+        .fallback(webui::fallback.layer(CompressionLayer::new()))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(Extension(BodyLimit(MAX_BODY_BYTES)))

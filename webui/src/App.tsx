@@ -1,0 +1,120 @@
+// The shell: session check, routes, navigation. Routes (upstream-like paths; /det/… too, see
+// router.tsx): /login, /logout, /dashboard, /experiments, /projects/:id/experiments,
+// /experiments/:id[/tab], /experiments/:e/trials/:t[/tab]; anything else is the not-found page.
+
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiError, onUnauthenticated } from "./api";
+import { ErrorBanner, NotFound, Spinner } from "./components/ui";
+import { Dashboard } from "./pages/Dashboard";
+import { Experiment } from "./pages/Experiment";
+import { Experiments } from "./pages/Experiments";
+import { Login } from "./pages/Login";
+import { Trial } from "./pages/Trial";
+import { Link, match, navigate, useLocation } from "./router";
+import { setUser, useUser } from "./session";
+
+function toLogin(expired: boolean) {
+  const here = window.location.pathname + window.location.search;
+  if (window.location.pathname === "/login") return;
+  const q = new URLSearchParams();
+  if (here !== "/" && here !== "/logout") q.set("next", here);
+  if (expired) q.set("expired", "1");
+  const s = q.toString();
+  navigate(`/login${s ? `?${s}` : ""}`, true);
+}
+
+export function App() {
+  const loc = useLocation();
+  const user = useUser();
+  const [bootError, setBootError] = useState<ApiError | null>(null);
+  const [attempt, setAttempt] = useState(0);
+
+  useEffect(() => {
+    api
+      .me()
+      .then((u) => setUser(u))
+      .catch((e) => {
+        if (e instanceof ApiError && e.kind === "unauthenticated") {
+          setUser(null);
+          toLogin(false);
+        } else setBootError(e instanceof ApiError ? e : new ApiError("server", String(e)));
+      });
+  }, [attempt]);
+
+  // Any call that finds the session gone (expired, logged out elsewhere) returns to /login.
+  useEffect(() => onUnauthenticated(() => {
+    setUser(null);
+    toLogin(true);
+  }), []);
+
+  if (loc.path === "/login") {
+    if (user) {
+      navigate("/dashboard", true);
+      return null;
+    }
+    return <Login next={loc.query.get("next")} expired={loc.query.get("expired") === "1"} />;
+  }
+  if (loc.path === "/logout") return <Logout />;
+  if (bootError)
+    return <div class="content"><ErrorBanner error={bootError} retry={() => { setBootError(null); setAttempt((a) => a + 1); }} /></div>;
+  if (user === undefined) return <Spinner />;
+  if (user === null) return <Spinner label="Redirecting to sign in…" />;
+
+  return (
+    <div class="shell">
+      <aside class="nav">
+        <div class="brand"><span class="logo">R</span>Resolute</div>
+        <NavLink href="/dashboard" path={loc.path}>Dashboard</NavLink>
+        <NavLink href="/experiments" path={loc.path}>Experiments</NavLink>
+        <div class="nav-spacer" />
+        <div class="nav-user" data-testid="current-user">
+          <div class="avatar">{(user.displayName || user.username).charAt(0).toUpperCase()}</div>
+          <div>
+            <div>{user.displayName || user.username}</div>
+            <Link href="/logout" class="small">Sign out</Link>
+          </div>
+        </div>
+      </aside>
+      <main class="content">{page(loc)}</main>
+    </div>
+  );
+}
+
+function page(loc: ReturnType<typeof useLocation>) {
+  const p = loc.path.replace(/\/+$/, "") || "/";
+  if (p === "/") {
+    navigate("/dashboard", true);
+    return null;
+  }
+  if (p === "/dashboard") return <Dashboard />;
+  if (p === "/experiments") return <Experiments loc={loc} />;
+  let m = match("/projects/:id/experiments", p);
+  if (m) return <Experiments loc={loc} projectId={Number(m.id)} />;
+  m = match("/experiments/:e/trials/:t/*", p);
+  if (m && isId(m.e) && isId(m.t)) return <Trial experimentId={Number(m.e)} trialId={Number(m.t)} />;
+  m = match("/experiments/:id/*", p);
+  if (m && isId(m.id)) return <Experiment id={Number(m.id)} />;
+  return <NotFound />;
+}
+
+function isId(s: string | undefined): boolean {
+  return !!s && /^[0-9]{1,9}$/.test(s);
+}
+
+function NavLink({ href, path, children }: { href: string; path: string; children: string }) {
+  const active = path === href || path.startsWith(href + "/");
+  return <Link href={href} class={`nav-link${active ? " active" : ""}`}>{children}</Link>;
+}
+
+function Logout() {
+  useEffect(() => {
+    api
+      .logout()
+      .catch(() => undefined)
+      .finally(() => {
+        setUser(null);
+        navigate("/login", true);
+      });
+  }, []);
+  return <Spinner label="Signing out…" />;
+}

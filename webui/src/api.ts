@@ -1,0 +1,219 @@
+// The typed API module: every call the UI makes to the master goes through here.
+//
+// Authentication is the master's `auth` cookie (HttpOnly, set by POST /api/v1/auth/login), the same
+// session the REST API uses: the UI never sees or stores the token. Errors are mapped to one type,
+// `ApiError`, whose `kind` the pages render: "unauthenticated" (back to /login), "forbidden" (a
+// clear message), "not-found" (the not-found page), "network" (a retry banner), "bad-request" and
+// "server" (the master's own message). Nothing here returns `undefined` for a field the master
+// always sends; optional fields are typed as optional and the pages render a dash for them.
+
+export type ErrorKind = "unauthenticated" | "forbidden" | "not-found" | "network" | "bad-request" | "server";
+
+export class ApiError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    readonly status = 0,
+  ) {
+    super(message);
+  }
+}
+
+type Query = Record<string, string | number | boolean | undefined | null | (string | number)[]>;
+
+/** `?a=1&b=x&b=y` from a record (arrays repeat the key, as grpc-gateway reads them). */
+export function queryString(q: Query): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) {
+    if (v === undefined || v === null || v === "") continue;
+    if (Array.isArray(v)) v.forEach((x) => p.append(k, String(x)));
+    else p.append(k, String(v));
+  }
+  const s = p.toString();
+  return s ? `?${s}` : "";
+}
+
+/** Listeners told when any call finds the session gone (the app returns to /login). */
+const unauthenticatedListeners = new Set<() => void>();
+export function onUnauthenticated(f: () => void): () => void {
+  unauthenticatedListeners.add(f);
+  return () => unauthenticatedListeners.delete(f);
+}
+
+async function errorFrom(res: Response): Promise<ApiError> {
+  let message = `${res.status} ${res.statusText}`;
+  try {
+    const body = await res.json();
+    const text = body?.error?.error ?? body?.message;
+    if (typeof text === "string" && text) message = text;
+  } catch {
+    /* not JSON: keep the status line */
+  }
+  const kind: ErrorKind =
+    res.status === 401 ? "unauthenticated"
+    : res.status === 403 ? "forbidden"
+    : res.status === 404 ? "not-found"
+    : res.status >= 500 ? "server"
+    : "bad-request";
+  return new ApiError(kind, message, res.status);
+}
+
+export async function request(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      credentials: "same-origin",
+      headers: body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+    });
+  } catch (e) {
+    if (e instanceof DOMException && e.name === "AbortError") throw e;
+    throw new ApiError("network", "The master cannot be reached.");
+  }
+  if (!res.ok) {
+    const err = await errorFrom(res);
+    if (err.kind === "unauthenticated" && !path.startsWith("/api/v1/auth/login")) {
+      unauthenticatedListeners.forEach((f) => f());
+    }
+    throw err;
+  }
+  return res;
+}
+
+async function json<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const res = await request(method, path, body, signal);
+  return (await res.json()) as T;
+}
+
+// ---- wire types (the fields the UI reads; camelCase as the master sends them) ----------------
+
+export type ExperimentState =
+  | "STATE_ACTIVE" | "STATE_PAUSED" | "STATE_STOPPING_CANCELED" | "STATE_STOPPING_KILLED"
+  | "STATE_STOPPING_COMPLETED" | "STATE_STOPPING_ERROR" | "STATE_CANCELED" | "STATE_COMPLETED"
+  | "STATE_ERROR" | "STATE_QUEUED" | "STATE_PULLING" | "STATE_STARTING" | "STATE_RUNNING"
+  | "STATE_DELETING" | "STATE_DELETE_FAILED" | "STATE_UNSPECIFIED";
+
+export interface User { id: number; username: string; displayName?: string; admin: boolean; active: boolean }
+
+export interface Experiment {
+  id: number; name: string; description: string; labels: string[]; state: ExperimentState;
+  startTime: string; endTime?: string; archived: boolean; numTrials: number; trialIds: number[];
+  username: string; userId: number; searcherType: string; searcherMetric?: string; progress?: number;
+  projectId: number; projectName?: string; workspaceName?: string;
+  bestTrialSearcherMetric?: number; bestTrialId?: number; forkedFrom?: number;
+}
+
+export interface ExperimentDetail { experiment: Experiment; config: Record<string, unknown> }
+
+export interface Pagination { offset: number; limit: number; startIndex: number; endIndex: number; total: number }
+
+export interface MetricSummary { count?: number; last?: unknown; min?: number; max?: number; type?: string }
+
+export interface Trial {
+  id: number; experimentId: number; state: ExperimentState; startTime: string; endTime?: string;
+  restarts: number; totalBatchesProcessed: number; hparams?: Record<string, unknown>;
+  searcherMetricValue?: number; taskId?: string;
+  summaryMetrics?: { avg_metrics?: Record<string, MetricSummary>; validation_metrics?: Record<string, MetricSummary> };
+  bestValidation?: { metrics?: Record<string, unknown> };
+  latestValidation?: { metrics?: Record<string, unknown> } | null;
+}
+
+export interface DataPoint { batches: number; time: string; epoch?: number; values: Record<string, number | null> }
+export interface Series { group: string; type: string; data: DataPoint[] }
+export interface ComparableTrial { trial: Trial; metrics: Series[] }
+
+export interface Agent {
+  id: string; enabled: boolean; draining: boolean; resourcePools?: string[];
+  slots?: Record<string, { enabled?: boolean; container?: { state?: string } | null; device?: { type?: string } }>;
+  containers?: Record<string, unknown>;
+}
+
+export interface LogLine { id: string; timestamp: string; message: string; level?: string; log?: string }
+
+export type SortBy = "SORT_BY_ID" | "SORT_BY_NAME" | "SORT_BY_START_TIME" | "SORT_BY_END_TIME" | "SORT_BY_STATE" | "SORT_BY_PROGRESS" | "SORT_BY_USER";
+
+export interface ExperimentFilter {
+  states?: ExperimentState[]; users?: string[]; name?: string; labels?: string[];
+  sortBy?: SortBy; orderBy?: "ORDER_BY_ASC" | "ORDER_BY_DESC"; offset?: number; limit?: number; archived?: boolean;
+}
+
+// ---- calls ---------------------------------------------------------------------------------------
+
+export const api = {
+  login: (username: string, password: string) =>
+    json<{ token: string; user: User }>("POST", "/api/v1/auth/login", { username, password, isHashed: false }),
+  logout: () => json<unknown>("POST", "/api/v1/auth/logout", {}),
+  me: () => json<{ user: User }>("GET", "/api/v1/me").then((r) => r.user),
+  master: () => json<{ version: string; clusterName: string; clusterId: string }>("GET", "/api/v1/master"),
+  clusterMessage: async (): Promise<string | null> => {
+    // The endpoint arrives with the cluster-message work; before it exists, there is no message.
+    try {
+      const r = await json<{ clusterMessage?: { message?: string } | null }>("GET", "/api/v1/master/cluster_message");
+      return r.clusterMessage?.message || null;
+    } catch (e) {
+      if (e instanceof ApiError && (e.kind === "not-found" || e.kind === "forbidden")) return null;
+      throw e;
+    }
+  },
+  experiments: (f: ExperimentFilter, signal?: AbortSignal) =>
+    json<{ experiments: Experiment[]; pagination: Pagination }>(
+      "GET",
+      "/api/v1/experiments" + queryString({ ...f, states: f.states, users: f.users, labels: f.labels }),
+      undefined,
+      signal,
+    ),
+  experiment: (id: number, signal?: AbortSignal) => json<ExperimentDetail>("GET", `/api/v1/experiments/${id}`, undefined, signal),
+  experimentAction: (id: number, action: "pause" | "activate" | "cancel" | "kill" | "archive" | "unarchive") =>
+    json<unknown>("POST", `/api/v1/experiments/${id}/${action}`, {}),
+  trials: (experimentId: number, q: { offset?: number; limit?: number; sortBy?: string; orderBy?: string }, signal?: AbortSignal) =>
+    json<{ trials: Trial[]; pagination: Pagination }>("GET", `/api/v1/experiments/${experimentId}/trials` + queryString(q), undefined, signal),
+  trial: (id: number, signal?: AbortSignal) => json<{ trial: Trial }>("GET", `/api/v1/trials/${id}`, undefined, signal).then((r) => r.trial),
+  /** Learning curves: each trial's series of `metricIds` (`group.name`), downsampled by the master. */
+  timeSeries: (trialIds: number[], metricIds: string[], maxDatapoints: number, signal?: AbortSignal) =>
+    json<{ trials: ComparableTrial[] }>(
+      "GET",
+      "/api/v1/trials/time-series" + queryString({ trialIds, metricIds, maxDatapoints }),
+      undefined,
+      signal,
+    ).then((r) => r.trials),
+  agents: () => json<{ agents: Agent[] }>("GET", "/api/v1/agents").then((r) => r.agents ?? []),
+};
+
+/**
+ * Streams a trial's logs (newline-delimited JSON, `{"result": {...}}` per line). With `follow`,
+ * the master keeps the response open and sends new lines until the trial ends. `onLines` gets
+ * each batch as it arrives; the promise settles when the stream ends or `signal` aborts.
+ */
+export async function streamTrialLogs(
+  trialId: number,
+  opts: { follow: boolean; levels?: string[]; searchText?: string; limit?: number; orderBy?: string },
+  onLines: (lines: LogLine[]) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const q = queryString({ follow: opts.follow, levels: opts.levels, searchText: opts.searchText, limit: opts.limit, orderBy: opts.orderBy });
+  const res = await request("GET", `/api/v1/trials/${trialId}/logs${q}`, undefined, signal);
+  if (!res.body) return;
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffered += decoder.decode(value, { stream: true });
+    const parts = buffered.split("\n");
+    buffered = parts.pop() ?? "";
+    const lines: LogLine[] = [];
+    for (const part of parts) {
+      if (!part.trim()) continue;
+      try {
+        const parsed = JSON.parse(part);
+        if (parsed?.result) lines.push(parsed.result as LogLine);
+      } catch {
+        /* a partial or foreign line: skip it */
+      }
+    }
+    if (lines.length) onLines(lines);
+  }
+}
