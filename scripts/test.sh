@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The test command of Resolute. Runs, in order:
-#   1. cargo build --workspace --bins          (the master/CLI binary and the benchmark tool)
+#   0. scripts/webui.sh                       (the web UI: npm ci + vite build into webui/dist)
+#   1. cargo build --workspace --bins          (the master/CLI binary, embedding the UI, and the
+#                                               benchmark tool)
 #   2. cargo test --workspace                  (unit tests and store conformance on SQLite and on
 #                                               PostgreSQL: a scratch cluster from scripts/pg.sh)
 #   3. tests/compat with RESOLUTE_COMPAT_DB=sqlite, then =postgres
@@ -9,7 +11,8 @@
 #   4. scripts/schemathesis.sh                 (schemathesis over the OpenAPI document, SQLite)
 # then prints each runner's summary and exits non-zero if any step failed.
 #
-# Needs: cargo, python3 (3.8+, with venv), PostgreSQL 15 server binaries, psql, curl, jq; for the
+# Needs: cargo, python3 (3.8+, with venv), PostgreSQL 15 server binaries, psql, curl, jq, Node.js
+# 18+ with npm and /usr/bin/chromium (the web UI's build and browser test); for the
 # PyTorch example tests, Debian's python3-torch (without it they are skipped, with the reason).
 # The Python environment .venv (scripts/python-env.sh: tests/compat/requirements.txt, all pinned,
 # plus Debian torch through --system-site-packages) is created on first use and reused after; it is
@@ -38,6 +41,16 @@ record() { # record NAME STATUS DETAIL
 }
 
 # --- 1. build -------------------------------------------------------------------------------
+# The web UI first (npm ci + vite build into webui/dist), so the det binary embeds it; its
+# end-to-end test (tests/compat/test_webui.py) then fails rather than skips when a piece is missing.
+banner "web UI (scripts/webui.sh)"
+set +e
+scripts/webui.sh 2>&1 | tee "$logs/webui-build.log"
+status=${PIPESTATUS[0]}
+set -e
+[ "$status" -eq 0 ] || record "web UI build (scripts/webui.sh): the det binary serves the placeholder page" "$status"
+export RESOLUTE_REQUIRE_WEBUI=1
+
 banner "cargo build --workspace --bins"
 cargo build --workspace --bins
 det_bin=${CARGO_TARGET_DIR:-$repo/target}/debug/det

@@ -10,5 +10,9 @@ export default defineConfig({
   plugins: [preact()],
   base: "/",
   build: { outDir: "dist", emptyOutDir: true, sourcemap: false, chunkSizeWarningLimit: 400 },
-  server: { proxy: { "/api": master, "/info": master, "/proxy": master } },
+  // Keep the browser's Host: the master refuses cookie-authenticated POSTs whose Origin is not its
+  // own host (CSRF, crates/master/src/http/csrf.rs).
+  server: {
+    proxy: Object.fromEntries(["/api", "/info", "/proxy"].map((p) => [p, { target: master, changeOrigin: false }])),
+  },
 });

@@ -107,14 +107,29 @@ function NavLink({ href, path, children }: { href: string; path: string; childre
 }
 
 function Logout() {
+  const [error, setError] = useState<ApiError | null>(null);
+  const [attempt, setAttempt] = useState(0);
   useEffect(() => {
     api
       .logout()
-      .catch(() => undefined)
-      .finally(() => {
+      .then(() => {
         setUser(null);
         navigate("/login", true);
+      })
+      .catch((e) => {
+        // Already signed out: nothing to end.
+        if (e instanceof ApiError && e.kind === "unauthenticated") {
+          setUser(null);
+          navigate("/login", true);
+        } else setError(e instanceof ApiError ? e : new ApiError("server", String(e)));
       });
-  }, []);
+  }, [attempt]);
+  if (error)
+    return (
+      <div class="content">
+        <ErrorBanner error={new ApiError(error.kind, `Signing out failed: ${error.message}`)} retry={() => { setError(null); setAttempt((a) => a + 1); }} />
+        <Link href="/dashboard">Back to the dashboard</Link>
+      </div>
+    );
   return <Spinner label="Signing out…" />;
 }

@@ -14,7 +14,6 @@ export const COLUMNS: Column[] = [
   { key: "progress", label: "Progress", sort: "SORT_BY_PROGRESS" },
   { key: "searcher", label: "Searcher" },
   { key: "trials", label: "Trials" },
-  { key: "best", label: "Best metric" },
   { key: "user", label: "User", sort: "SORT_BY_USER" },
   { key: "start", label: "Started", sort: "SORT_BY_START_TIME" },
   { key: "duration", label: "Duration" },
@@ -72,10 +71,6 @@ function cell(key: string, e: Experiment) {
     case "progress": return <Progress value={e.progress} />;
     case "searcher": return e.searcherType || DASH;
     case "trials": return fmtNumber(e.numTrials);
-    case "best":
-      return e.bestTrialSearcherMetric != null ? (
-        <span title={e.searcherMetric}>{fmtNumber(e.bestTrialSearcherMetric)} <span class="muted small">{e.searcherMetric}</span></span>
-      ) : DASH;
     case "user": return e.username || DASH;
     case "start": return fmtTime(e.startTime);
     case "duration": return fmtDuration(e.startTime, e.endTime);

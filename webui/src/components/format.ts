@@ -7,7 +7,7 @@ export function fmtNumber(v: unknown, digits = 4): string {
   if (typeof v !== "number" || !Number.isFinite(v)) return DASH;
   if (Number.isInteger(v)) return v.toLocaleString("en-US");
   const abs = Math.abs(v);
-  if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) return v.toExponential(3);
+  if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) return v.toExponential(3).replace(/\.?0+e/, "e");
   return v.toFixed(digits).replace(/\.?0+$/, "");
 }
 

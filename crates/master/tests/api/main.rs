@@ -40,6 +40,7 @@ mod trial_time_series;
 mod users;
 mod warm_starts;
 mod webhooks;
+mod webui;
 mod workspaces;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
@@ -169,3 +170,6 @@ harness::api_test!(input_limits::trial_reports_are_bounded_and_nul_free);
 harness::api_test!(input_limits::searches_over_the_trial_limit_are_refused);
 harness::api_test!(workspaces::workspace_errors_name_the_cause);
 harness::api_test!(workspaces::projects_and_experiments);
+harness::api_test!(webui::app_is_served_at_root_and_under_det);
+harness::api_test!(webui::hashed_assets_have_types_and_are_immutable);
+harness::api_test!(webui::api_paths_keep_the_json_404);

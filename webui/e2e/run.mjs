@@ -1,0 +1,222 @@
+// End-to-end test of the web UI in headless Chromium (playwright-core driving Debian's
+// /usr/bin/chromium) against a real master + agent. Driven by tests/compat/test_webui.py, which
+// starts them, creates the experiment and passes what to expect in the environment:
+//
+//   RESOLUTE_UI_URL          the master's base URL
+//   RESOLUTE_UI_USER/_PASS   an account to sign in with
+//   RESOLUTE_UI_EXPERIMENT   an experiment that is running or about to complete
+//   RESOLUTE_UI_METRIC       the searcher metric id the curve opens on (validation.NAME)
+//   RESOLUTE_UI_POINTS       JSON {metricId: points per trial} the learning curve must draw
+//   RESOLUTE_UI_LOG_TEXT     a line the trial's logs contain
+//   RESOLUTE_UI_SCREENSHOTS  folder for one PNG per page (test artefacts)
+//   CHROMIUM                 the browser binary (default /usr/bin/chromium)
+//
+// Exits non-zero with the failed step's message; prints one line per step.
+
+import { chromium } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+const env = (k, d) => {
+  const v = process.env[k] ?? d;
+  if (v === undefined) throw new Error(`missing environment variable ${k}`);
+  return v;
+};
+const base = env("RESOLUTE_UI_URL").replace(/\/$/, "");
+const user = env("RESOLUTE_UI_USER");
+const pass = env("RESOLUTE_UI_PASS", "");
+const expId = Number(env("RESOLUTE_UI_EXPERIMENT"));
+const metric = env("RESOLUTE_UI_METRIC");
+const points = JSON.parse(env("RESOLUTE_UI_POINTS"));
+const logText = env("RESOLUTE_UI_LOG_TEXT");
+const shots = env("RESOLUTE_UI_SCREENSHOTS");
+const completeTimeout = Number(process.env.RESOLUTE_UI_COMPLETE_TIMEOUT_MS ?? 240000);
+mkdirSync(shots, { recursive: true });
+
+const browser = await chromium.launch({ executablePath: env("CHROMIUM", "/usr/bin/chromium"), headless: true });
+const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+const page = await context.newPage();
+const consoleErrors = [];
+page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
+page.on("pageerror", (e) => consoleErrors.push(String(e)));
+
+let step = "start";
+const log = (s) => console.log(`ok  ${s}`);
+async function shot(name) {
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+}
+function assert(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+/** No page may show a JavaScript placeholder for missing data. */
+async function noPlaceholders() {
+  const text = await page.locator("body").innerText();
+  for (const bad of ["undefined", "NaN", "[object Object]", "null%"]) {
+    assert(!text.includes(bad), `page ${page.url()} shows "${bad}":\n${text.slice(0, 2000)}`);
+  }
+}
+const path = () => new URL(page.url()).pathname;
+
+try {
+  step = "an unauthenticated visit lands on /login";
+  await page.goto(`${base}/dashboard`);
+  await page.waitForURL((u) => u.pathname === "/login");
+  await page.getByRole("button", { name: "Sign in" }).waitFor();
+  await shot("01-login");
+  log(step);
+
+  step = "a wrong password is refused on the page";
+  await page.fill("input[name=username]", user);
+  await page.fill("input[name=password]", pass + "-wrong");
+  await page.click("button[type=submit]");
+  await page.getByText("Invalid username or password.").waitFor();
+  log(step);
+
+  step = "signing in lands on the dashboard with the experiment listed";
+  await page.fill("input[name=password]", pass);
+  await page.click("button[type=submit]");
+  await page.waitForURL((u) => u.pathname === "/dashboard");
+  await page.locator(`[data-testid=experiments-table] tr[data-experiment-id="${expId}"]`).waitFor();
+  await page.waitForFunction(() => /\d+ \/ \d+/.test(document.querySelector("[data-testid=slots-in-use]")?.textContent ?? ""));
+  const cookies = await context.cookies();
+  assert(cookies.some((c) => c.name === "auth" && c.httpOnly), "no HttpOnly auth cookie after login");
+  await noPlaceholders();
+  await shot("02-dashboard");
+  log(step);
+
+  step = "the experiment page follows the experiment to COMPLETED without a reload";
+  await page.click(`[data-testid=experiments-table] tr[data-experiment-id="${expId}"] a.strong`);
+  await page.waitForURL((u) => u.pathname === `/experiments/${expId}`);
+  await page.locator('[data-testid=experiment-summary] [data-state="STATE_COMPLETED"]').waitFor({ timeout: completeTimeout });
+  log(step);
+
+  for (const [metricId, expected] of Object.entries(points)) {
+    step = `the learning curve of ${metricId} draws ${expected} points per trial`;
+    if (metricId !== metric) await page.selectOption("[data-testid=metric-select]", metricId);
+    assert((await page.inputValue("[data-testid=metric-select]")) === metricId, `metric selector does not show ${metricId}`);
+    const chart = page.locator("[data-testid=learning-curve]");
+    await page.waitForFunction(
+      (n) => {
+        const el = document.querySelector("[data-testid=learning-curve]");
+        return el && Number(el.dataset.points) === n * Number(el.dataset.series) && el.querySelector("canvas");
+      },
+      expected,
+      { timeout: 15000 },
+    ).catch(async () => {
+      throw new Error(`chart has ${await chart.getAttribute("data-points")} points in ${await chart.getAttribute("data-series")} series, expected ${expected} per trial`);
+    });
+    log(step);
+  }
+  await page.selectOption("[data-testid=metric-select]", metric);
+  await page.locator("[data-testid=learning-curve] canvas").waitFor();
+  await page.locator("[data-testid=best-metric]").waitFor();
+  await noPlaceholders();
+  await shot("03-experiment");
+
+  step = "the trials table links to the trial page, with hyperparameters and logs";
+  const trialLink = page.locator("[data-testid=trials-table] tbody tr a").first();
+  await trialLink.click();
+  await page.waitForURL((u) => /^\/experiments\/\d+\/trials\/\d+$/.test(u.pathname));
+  await page.locator("[data-testid=hparams] tr").first().waitFor();
+  await page.locator("[data-testid=logs]").getByText(logText).first().waitFor({ timeout: 20000 });
+  await page.locator("[data-testid=learning-curve] canvas").waitFor();
+  await noPlaceholders();
+  await shot("04-trial");
+  log(step);
+
+  step = "the experiments list filters by name and state";
+  await page.click("nav >> text=Experiments").catch(() => page.click("a.nav-link:has-text('Experiments')"));
+  await page.waitForURL((u) => u.pathname === "/experiments");
+  await page.locator(`tr[data-experiment-id="${expId}"]`).waitFor();
+  await page.selectOption("select[aria-label=State]", "STATE_COMPLETED");
+  await page.waitForURL((u) => u.searchParams.get("state") === "STATE_COMPLETED");
+  await page.locator(`tr[data-experiment-id="${expId}"]`).waitFor();
+  await page.fill("input[aria-label=Name]", "no-experiment-has-this-name");
+  await page.getByText("No experiments match.").waitFor();
+  await page.fill("input[aria-label=Name]", "");
+  await page.locator(`tr[data-experiment-id="${expId}"]`).waitFor();
+  await noPlaceholders();
+  await shot("05-experiments");
+  log(step);
+
+  step = "an unknown experiment id shows the not-found page";
+  await page.goto(`${base}/experiments/987654`);
+  await page.locator("[data-testid=not-found]").waitFor();
+  await page.getByText("Experiment not found").waitFor();
+  await shot("06-not-found");
+  log(step);
+
+  step = "an unknown trial and an unknown path show the not-found page";
+  await page.goto(`${base}/experiments/${expId}/trials/987654`);
+  await page.locator("[data-testid=not-found]").waitFor();
+  await page.goto(`${base}/no/such/page`);
+  await page.locator("[data-testid=not-found]").waitFor();
+  log(step);
+
+  step = "upstream's /det/ links open the same page";
+  await page.goto(`${base}/det/experiments/${expId}`);
+  await page.waitForURL((u) => u.pathname === `/experiments/${expId}`);
+  await page.locator('[data-testid=experiment-summary] [data-state="STATE_COMPLETED"]').waitFor();
+  log(step);
+
+  step = "a network error shows a retry banner, and the page recovers";
+  await page.route("**/api/v1/experiments?**", (r) => r.abort("connectionrefused"));
+  await page.goto(`${base}/experiments`);
+  await page.locator("[data-testid=error-banner]").getByText("cannot be reached").waitFor();
+  await shot("07-network-error");
+  await page.unroute("**/api/v1/experiments?**");
+  await page.getByRole("button", { name: "Retry now" }).click();
+  await page.locator(`tr[data-experiment-id="${expId}"]`).waitFor();
+  log(step);
+
+  step = "a 403 shows a clear message";
+  await page.route(`**/api/v1/experiments/${expId}`, (r) =>
+    r.fulfill({ status: 403, contentType: "application/json", body: JSON.stringify({ error: { code: 7, reason: "PermissionDenied", error: "access denied to experiment" } }) }),
+  );
+  await page.goto(`${base}/experiments/${expId}`);
+  await page.locator("[data-testid=forbidden]").getByText("access denied to experiment").waitFor();
+  await page.unroute(`**/api/v1/experiments/${expId}`);
+  log(step);
+
+  step = "an expired session returns to /login, and signing in returns to the page";
+  await context.clearCookies();
+  await page.goto(`${base}/experiments`);
+  await page.waitForURL((u) => u.pathname === "/login");
+  await page.fill("input[name=username]", user);
+  await page.fill("input[name=password]", pass);
+  await page.click("button[type=submit]");
+  await page.waitForURL((u) => u.pathname === "/experiments");
+  log(step);
+
+  step = "a session that ends while the app is open returns to /login";
+  await page.goto(`${base}/dashboard`);
+  await page.locator("[data-testid=experiments-table]").waitFor();
+  await context.clearCookies();
+  await page.click("a.nav-link:has-text('Experiments')");
+  await page.waitForURL((u) => u.pathname === "/login" && u.searchParams.get("expired") === "1");
+  await page.getByText("Your session has ended").waitFor();
+  log(step);
+
+  step = "signing out ends the session";
+  await page.fill("input[name=username]", user);
+  await page.fill("input[name=password]", pass);
+  await page.click("button[type=submit]");
+  await page.waitForURL((u) => u.pathname === "/experiments");
+  await page.click("text=Sign out");
+  await page.waitForURL((u) => u.pathname === "/login");
+  const after = await page.evaluate(async () => (await fetch("/api/v1/me")).status);
+  assert(after === 401, `GET /api/v1/me after sign-out answered ${after}, expected 401`);
+  log(step);
+
+  const relevant = consoleErrors.filter((e) => !/Failed to load resource|net::ERR_FAILED|ERR_CONNECTION_REFUSED/.test(e));
+  step = "no JavaScript errors";
+  assert(relevant.length === 0, `console errors:\n${relevant.join("\n")}`);
+  log(step);
+} catch (e) {
+  console.error(`FAILED at step "${step}" (page ${page.url()}, path ${path()}): ${e instanceof Error ? e.message : e}`);
+  await shot("failure").catch(() => undefined);
+  await browser.close();
+  process.exit(1);
+}
+await browser.close();
+console.log("web UI end-to-end: all steps passed");
