@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, Agent, DetCli, Master, compat_db
-from experiments import IRIS, create, sdk, write_config
+from determined.experimental import client
+
+from experiments import IRIS, create, write_config
 
 pytestmark = pytest.mark.experiments
 
@@ -58,7 +60,8 @@ def test_master_serves_the_built_ui(master: Master, tools: None) -> None:
 
 
 def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: Path) -> None:
-    sdk(master).create_user(USER, admin=False, password=PASSWORD)
+    admin = client.Determined(master=master.url, user="admin", password="")
+    admin.create_user(USER, admin=False, password=PASSWORD)
     det = DetCli(master.url, tmp_path / "det-config")
     config = write_config(IRIS / "const.yaml", tmp_path / "const.yaml", tmp_path / "checkpoints")
     exp_id = create(det, config, IRIS)

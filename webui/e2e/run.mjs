@@ -62,6 +62,7 @@ try {
   await page.goto(`${base}/dashboard`);
   await page.waitForURL((u) => u.pathname === "/login");
   await page.getByRole("button", { name: "Sign in" }).waitFor();
+  assert((await page.getByText("Your session has ended").count()) === 0, "a first visit says the session ended");
   await shot("01-login");
   log(step);
 
@@ -88,6 +89,12 @@ try {
   await page.click(`[data-testid=experiments-table] tr[data-experiment-id="${expId}"] a.strong`);
   await page.waitForURL((u) => u.pathname === `/experiments/${expId}`);
   await page.locator('[data-testid=experiment-summary] [data-state="STATE_COMPLETED"]').waitFor({ timeout: completeTimeout });
+  // The trials table fetches once more when the experiment ends (its polling stops then).
+  await page.locator('[data-testid=trials-table] tbody tr [data-state="STATE_COMPLETED"]').first().waitFor({ timeout: 15000 });
+  assert(
+    (await page.locator('[data-testid=trials-table] tbody tr [data-state="STATE_RUNNING"]').count()) === 0,
+    "a trial of the completed experiment still shows Running",
+  );
   log(step);
 
   for (const [metricId, expected] of Object.entries(points)) {

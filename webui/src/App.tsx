@@ -11,7 +11,7 @@ import { Experiments } from "./pages/Experiments";
 import { Login } from "./pages/Login";
 import { Trial } from "./pages/Trial";
 import { Link, match, navigate, useLocation } from "./router";
-import { setUser, useUser } from "./session";
+import { currentUser, setUser, useUser } from "./session";
 
 function toLogin(expired: boolean) {
   const here = window.location.pathname + window.location.search;
@@ -42,9 +42,11 @@ export function App() {
   }, [attempt]);
 
   // Any call that finds the session gone (expired, logged out elsewhere) returns to /login.
+  // A first visit without a session is not "expired": only a signed-in user's session ends.
   useEffect(() => onUnauthenticated(() => {
+    const hadSession = !!currentUser();
     setUser(null);
-    toLogin(true);
+    toLogin(hadSession);
   }), []);
 
   if (loc.path === "/login") {

@@ -12,6 +12,10 @@ export function setUser(u: User | null): void {
   listeners.forEach((f) => f());
 }
 
+export function currentUser(): User | null | undefined {
+  return current;
+}
+
 export function useUser(): User | null | undefined {
   const [, setTick] = useState(0);
   useEffect(() => {

@@ -11,7 +11,15 @@ import { ErrorBanner, Spinner } from "./ui";
 /** Points per series: about one per horizontal pixel of the chart. */
 export const MAX_DATAPOINTS = 1000;
 
-export function LearningCurves(props: { trialIds: number[]; metrics: string[]; defaultMetric?: string; live: boolean; labelPrefix?: string }) {
+export function LearningCurves(props: {
+  trialIds: number[];
+  metrics: string[];
+  defaultMetric?: string;
+  live: boolean;
+  /** A change (the owner's state) fetches the series once more, e.g. the last points after it ends. */
+  refreshKey?: unknown;
+  labelPrefix?: string;
+}) {
   const initial = props.defaultMetric && props.metrics.includes(props.defaultMetric) ? props.defaultMetric : props.metrics[0];
   const [metric, setMetric] = useState<string | undefined>(initial);
   const [xAxis, setXAxis] = useState<"batches" | "time">("batches");
@@ -22,7 +30,7 @@ export function LearningCurves(props: { trialIds: number[]; metrics: string[]; d
   const series = useResource(
     (signal) => (chosen && props.trialIds.length ? api.timeSeries(props.trialIds, [chosen], MAX_DATAPOINTS, signal) : Promise.resolve([])),
     [ids, chosen],
-    { intervalMs: 5000, live: () => props.live },
+    { intervalMs: 5000, live: () => props.live, refreshKey: props.refreshKey },
   );
 
   const lines: Line[] = useMemo(() => {

@@ -2,7 +2,9 @@
 // still changing (a running experiment), polls every `intervalMs` — only while the tab is visible.
 // Polling was chosen over a push stream for this round (ARCHITECTURE.md, webui): the master has no
 // event stream yet, every page's data is a bounded, downsampled request, and polling survives
-// master restarts and proxies without reconnect logic.
+// master restarts and proxies without reconnect logic. `refreshKey`: a value whose change reloads
+// without forgetting the data (e.g. the experiment's state, so dependent lists fetch once more
+// after it ends and polling stops).
 
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api";
@@ -17,7 +19,7 @@ export interface Resource<T> {
 export function useResource<T>(
   load: (signal: AbortSignal) => Promise<T>,
   deps: unknown[],
-  opts: { intervalMs?: number; live?: (data: T) => boolean } = {},
+  opts: { intervalMs?: number; live?: (data: T) => boolean; refreshKey?: unknown } = {},
 ): Resource<T> {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<ApiError | undefined>(undefined);
@@ -67,7 +69,7 @@ export function useResource<T>(
       ctrl.abort();
       if (timer !== undefined) window.clearTimeout(timer);
     };
-  }, [...deps, tick]);
+  }, [...deps, tick, opts.refreshKey]);
 
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { data, error, loading, reload };

@@ -19,7 +19,7 @@ export function Experiment({ id }: { id: number }) {
   const trials = useResource(
     (signal) => api.trials(id, { offset: trialPage * TRIALS_PAGE, limit: TRIALS_PAGE, sortBy: "SORT_BY_ID", orderBy: "ORDER_BY_ASC" }, signal),
     [id, trialPage],
-    { intervalMs: 3000, live: () => live },
+    { intervalMs: 3000, live: () => live, refreshKey: exp.data?.experiment.state },
   );
   const [actionError, setActionError] = useState<ApiError | null>(null);
 
@@ -74,6 +74,7 @@ export function Experiment({ id }: { id: number }) {
             metrics={metricIds(trialList)}
             defaultMetric={searcherMetricId(e.searcherMetric)}
             live={live}
+            refreshKey={e.state}
           />
         ) : <Spinner />}
       </Card>

@@ -83,12 +83,12 @@ export function Experiments({ loc, projectId }: { loc: Location; projectId?: num
         ) : (
           !list.error && <Spinner />
         )}
-        <div class="pager" data-testid="pager">
+        {list.data && <div class="pager" data-testid="pager">
           <span class="muted">{total ? `${(page - 1) * PAGE_SIZE + 1}–${Math.min(page * PAGE_SIZE, total)} of ${total}` : "0 experiments"}</span>
           <button class="small secondary" disabled={page <= 1} onClick={() => setQuery({ page: String(page - 1) })}>‹ Previous</button>
           <span>Page {page} of {pages}</span>
           <button class="small secondary" disabled={page >= pages} onClick={() => setQuery({ page: String(page + 1) })}>Next ›</button>
-        </div>
+        </div>}
       </Card>
     </div>
   );

@@ -39,7 +39,7 @@ export function Trial({ experimentId, trialId }: { experimentId: number; trialId
       </div>
       <div class="two-col">
         <Card title="Metrics">
-          <LearningCurves trialIds={[t.id]} metrics={metricIds([t])} defaultMetric={searcherMetricId(e?.searcherMetric)} live={live} />
+          <LearningCurves trialIds={[t.id]} metrics={metricIds([t])} defaultMetric={searcherMetricId(e?.searcherMetric)} live={live} refreshKey={t.state} />
         </Card>
         <div>
           <Card title="Hyperparameters">
