@@ -2,7 +2,8 @@
 /usr/bin/chromium) against a real master + agent: sign in, watch the Iris const experiment complete
 without a reload, its learning curves drawn with one point per report (5 validations, 50 training
 reports), a trial's hyperparameters and logs, the experiments list's filters, the not-found, 403
-and network-error views, upstream's /det/ links, session expiry and sign-out. Screenshots of each
+and network-error views, upstream's /det/ links, killing an experiment from its page, session
+expiry and sign-out. Screenshots of each
 page go to .ci-work/webui-screenshots/<backend>/.
 
 Needs `scripts/webui.sh` (node_modules and the built UI embedded in the det binary) and Chromium;
@@ -65,6 +66,10 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
     det = DetCli(master.url, tmp_path / "det-config")
     config = write_config(IRIS / "const.yaml", tmp_path / "const.yaml", tmp_path / "checkpoints")
     exp_id = create(det, config, IRIS)
+    # A second experiment, paused, of the signed-in user: the UI kills it.
+    mine = DetCli(master.url, tmp_path / "det-config-e2e")
+    mine.login(USER, PASSWORD)
+    kill_id = create(mine, config, IRIS, "--paused")
     # One point per report: Iris const trains 5000 batches, reports training metrics every
     # scheduling_unit (100) batches and validates every 1000.
     points = {"validation.val_categorical_accuracy": 5000 // 1000, "training.loss": 5000 // 100}
@@ -76,6 +81,7 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
         RESOLUTE_UI_USER=USER,
         RESOLUTE_UI_PASS=PASSWORD,
         RESOLUTE_UI_EXPERIMENT=str(exp_id),
+        RESOLUTE_UI_KILL_EXPERIMENT=str(kill_id),
         RESOLUTE_UI_METRIC="validation.val_categorical_accuracy",
         RESOLUTE_UI_POINTS=json.dumps(points),
         RESOLUTE_UI_LOG_TEXT="New trial runner",

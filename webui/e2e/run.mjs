@@ -5,6 +5,7 @@
 //   RESOLUTE_UI_URL          the master's base URL
 //   RESOLUTE_UI_USER/_PASS   an account to sign in with
 //   RESOLUTE_UI_EXPERIMENT   an experiment that is running or about to complete
+//   RESOLUTE_UI_KILL_EXPERIMENT  a paused experiment of that user, which the test kills
 //   RESOLUTE_UI_METRIC       the searcher metric id the curve opens on (validation.NAME)
 //   RESOLUTE_UI_POINTS       JSON {metricId: points per trial} the learning curve must draw
 //   RESOLUTE_UI_LOG_TEXT     a line the trial's logs contain
@@ -26,6 +27,7 @@ const base = env("RESOLUTE_UI_URL").replace(/\/$/, "");
 const user = env("RESOLUTE_UI_USER");
 const pass = env("RESOLUTE_UI_PASS", "");
 const expId = Number(env("RESOLUTE_UI_EXPERIMENT"));
+const killId = Number(env("RESOLUTE_UI_KILL_EXPERIMENT"));
 const metric = env("RESOLUTE_UI_METRIC");
 const points = JSON.parse(env("RESOLUTE_UI_POINTS"));
 const logText = env("RESOLUTE_UI_LOG_TEXT");
@@ -164,6 +166,16 @@ try {
   await page.goto(`${base}/det/experiments/${expId}`);
   await page.waitForURL((u) => u.pathname === `/experiments/${expId}`);
   await page.locator('[data-testid=experiment-summary] [data-state="STATE_COMPLETED"]').waitFor();
+  log(step);
+
+  step = "a paused experiment is killed from its page (after confirming)";
+  await page.goto(`${base}/experiments/${killId}`);
+  await page.locator('[data-testid=experiment-summary] [data-state="STATE_PAUSED"]').waitFor();
+  page.once("dialog", (d) => d.accept());
+  await page.click("[data-testid=kill]");
+  await page.locator('[data-testid=experiment-summary] [data-state="STATE_CANCELED"]').waitFor({ timeout: 30000 });
+  assert((await page.locator("[data-testid=kill]").count()) === 0, "a canceled experiment still offers Kill");
+  await shot("08-killed");
   log(step);
 
   step = "a network error shows a retry banner, and the page recovers";

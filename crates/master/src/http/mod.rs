@@ -43,10 +43,10 @@ mod workspaces;
 use std::convert::Infallible;
 
 use axum::extract::DefaultBodyLimit;
+use axum::handler::Handler;
 use axum::http::StatusCode;
 use axum::routing::{any, delete, get, post, put};
 use axum::{Extension, Router};
-use axum::handler::Handler;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::CompressionLayer;
 

@@ -68,20 +68,15 @@ fn app_path(path: &str) -> &str {
 
 fn serve(file: &EmbeddedFile, cache: &'static str, headers: &HeaderMap) -> Response {
     let etag = format!("\"{}\"", hex::encode(file.metadata.sha256_hash()));
-    let fresh = headers
-        .get(IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let fresh =
+        headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         let mut r = Response::new(Body::from(file.data.clone().into_owned()));
         let mime = file.metadata.mimetype();
-        let mime = if mime.starts_with("text/") || mime == "application/javascript" {
-            format!("{mime}; charset=utf-8")
-        } else {
-            mime.to_owned()
-        };
+        let mime =
+            if mime.starts_with("text/") || mime == "application/javascript" { format!("{mime}; charset=utf-8") } else { mime.to_owned() };
         if let Ok(v) = HeaderValue::from_str(&mime) {
             r.headers_mut().insert(CONTENT_TYPE, v);
         }

@@ -32,11 +32,7 @@ async fn fetch(m: &TestMaster, path: &str, headers: &[(reqwest::header::HeaderNa
 
 /// `/assets/...` files `index.html` references (none in the placeholder page).
 fn asset_refs(index: &str) -> Vec<String> {
-    index
-        .split(['"', '\''])
-        .filter(|s| s.starts_with("/assets/"))
-        .map(str::to_owned)
-        .collect()
+    index.split(['"', '\'']).filter(|s| s.starts_with("/assets/")).map(str::to_owned).collect()
 }
 
 pub async fn app_is_served_at_root_and_under_det(m: &TestMaster) {
@@ -52,7 +48,15 @@ pub async fn app_is_served_at_root_and_under_det(m: &TestMaster) {
         assert!(root.body.contains(r#"<div id="app">"#), "{}", root.body);
     }
     // Client-side routes, with and without upstream's prefix, are the same page.
-    for path in ["/dashboard", "/det/dashboard", "/det/experiments/12/trials/3/logs", "/experiments/999999", "/det", "/det/", "/login?next=%2Fexperiments"] {
+    for path in [
+        "/dashboard",
+        "/det/dashboard",
+        "/det/experiments/12/trials/3/logs",
+        "/experiments/999999",
+        "/det",
+        "/det/",
+        "/login?next=%2Fexperiments",
+    ] {
         let p = fetch(m, path, &[]).await;
         assert_eq!((p.status, p.content_type.as_str()), (200, "text/html; charset=utf-8"), "{path}");
         assert_eq!(p.body, root.body, "{path} is not the app's index.html");
