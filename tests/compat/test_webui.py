@@ -2,8 +2,8 @@
 /usr/bin/chromium) against a real master + agent: sign in, watch the Iris const experiment complete
 without a reload, its learning curves drawn with one point per report (5 validations, 50 training
 reports), a trial's hyperparameters and logs, the experiments list's filters, the not-found, 403
-and network-error views, upstream's /det/ links, killing an experiment from its page, session
-expiry and sign-out. Screenshots of each
+and network-error views, upstream's /det/ links, activating a paused experiment, following its
+trial's logs live and killing it from its page, session expiry and sign-out. Screenshots of each
 page go to .ci-work/webui-screenshots/<backend>/.
 
 Needs `scripts/webui.sh` (node_modules and the built UI embedded in the det binary) and Chromium;
@@ -66,10 +66,14 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
     det = DetCli(master.url, tmp_path / "det-config")
     config = write_config(IRIS / "const.yaml", tmp_path / "const.yaml", tmp_path / "checkpoints")
     exp_id = create(det, config, IRIS)
-    # A second experiment, paused, of the signed-in user: the UI kills it.
+    # A second, long experiment of the signed-in user, created paused: the UI activates it,
+    # follows its trial's logs live, then kills it.
     mine = DetCli(master.url, tmp_path / "det-config-e2e")
     mine.login(USER, PASSWORD)
-    kill_id = create(mine, config, IRIS, "--paused")
+    long_config = write_config(
+        IRIS / "const.yaml", tmp_path / "long.yaml", tmp_path / "checkpoints", searcher={"max_length": {"batches": 1000000}}
+    )
+    kill_id = create(mine, long_config, IRIS, "--paused")
     # One point per report: Iris const trains 5000 batches, reports training metrics every
     # scheduling_unit (100) batches and validates every 1000.
     points = {"validation.val_categorical_accuracy": 5000 // 1000, "training.loss": 5000 // 100}

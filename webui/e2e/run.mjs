@@ -5,7 +5,8 @@
 //   RESOLUTE_UI_URL          the master's base URL
 //   RESOLUTE_UI_USER/_PASS   an account to sign in with
 //   RESOLUTE_UI_EXPERIMENT   an experiment that is running or about to complete
-//   RESOLUTE_UI_KILL_EXPERIMENT  a paused experiment of that user, which the test kills
+//   RESOLUTE_UI_KILL_EXPERIMENT  a long, paused experiment of that user: the test activates it,
+//                            follows its trial's logs live and kills it
 //   RESOLUTE_UI_METRIC       the searcher metric id the curve opens on (validation.NAME)
 //   RESOLUTE_UI_POINTS       JSON {metricId: points per trial} the learning curve must draw
 //   RESOLUTE_UI_LOG_TEXT     a line the trial's logs contain
@@ -168,14 +169,33 @@ try {
   await page.locator('[data-testid=experiment-summary] [data-state="STATE_COMPLETED"]').waitFor();
   log(step);
 
-  step = "a paused experiment is killed from its page (after confirming)";
+  step = "a paused experiment is activated from its page";
   await page.goto(`${base}/experiments/${killId}`);
   await page.locator('[data-testid=experiment-summary] [data-state="STATE_PAUSED"]').waitFor();
+  await page.getByRole("button", { name: "Activate" }).click();
+  await page.locator("[data-testid=experiment-summary] [data-state]:not([data-state=STATE_PAUSED])").waitFor();
+  log(step);
+
+  step = "its running trial's logs follow live";
+  await page.locator("[data-testid=trials-table] tbody tr a").first().click();
+  await page.waitForURL((u) => /^\/experiments\/\d+\/trials\/\d+$/.test(u.pathname));
+  await page.locator("[data-testid=log-status]").getByText("Live").waitFor({ timeout: 30000 });
+  await page.waitForFunction(() => document.querySelectorAll("[data-testid=logs] .log-line").length > 0, null, { timeout: completeTimeout });
+  const before = await page.locator("[data-testid=logs] .log-line").count();
+  await page.waitForFunction((n) => document.querySelectorAll("[data-testid=logs] .log-line").length >= n + 5, before, { timeout: 120000 });
+  await page.locator("[data-testid=log-status]").getByText("Live").waitFor();
+  await shot("08-trial-live");
+  log(step);
+
+  step = "the running experiment is killed from its page (after confirming)";
+  await page.click(`.crumbs a[href="/experiments/${killId}"]`);
+  await page.waitForURL((u) => u.pathname === `/experiments/${killId}`);
   page.once("dialog", (d) => d.accept());
   await page.click("[data-testid=kill]");
-  await page.locator('[data-testid=experiment-summary] [data-state="STATE_CANCELED"]').waitFor({ timeout: 30000 });
+  await page.locator('[data-testid=experiment-summary] [data-state="STATE_CANCELED"]').waitFor({ timeout: 60000 });
   assert((await page.locator("[data-testid=kill]").count()) === 0, "a canceled experiment still offers Kill");
-  await shot("08-killed");
+  await page.locator('[data-testid=trials-table] tbody tr [data-state="STATE_CANCELED"]').first().waitFor({ timeout: 15000 });
+  await shot("09-killed");
   log(step);
 
   step = "a network error shows a retry banner, and the page recovers";

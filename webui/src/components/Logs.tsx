@@ -78,7 +78,7 @@ export function Logs({ trialId, live }: { trialId: number; live: boolean }) {
         </label>
         <input placeholder="Search logs…" value={search} onInput={(e) => setSearch(e.currentTarget.value)} aria-label="Search logs" />
         {live && <label class="check"><input type="checkbox" checked={follow} onChange={(e) => setFollow(e.currentTarget.checked)} /> Follow</label>}
-        <span class="muted small" data-testid="log-status">{streaming ? "● Live" : `${lines.length} lines`}</span>
+        <span class={streaming ? "live small" : "muted small"} data-testid="log-status">{streaming ? "● Live" : `${lines.length} lines`}</span>
         <button class="small secondary" onClick={download} disabled={!lines.length}>Download</button>
       </div>
       {error && <ErrorBanner error={error} retry={() => setAttempt((a) => a + 1)} />}
