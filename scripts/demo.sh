@@ -9,6 +9,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The web UI, embedded in the binary and served at the master's root, when Node.js is available.
+if command -v npm >/dev/null; then
+  scripts/webui.sh
+else
+  echo "npm not found: the master will serve a page saying how to build the web UI (scripts/webui.sh)"
+fi
 cargo build --release -p resolute-cli
 det=$PWD/target/release/det
 venv_python=$(scripts/python-env.sh .venv)
@@ -17,6 +23,7 @@ port=${DET_MASTER##*:}
 
 DET_PYTHON=$venv_python "$det" deploy local cluster-up --master-port "$port" --no-gpu
 "$det" master info
+echo "Web UI: $DET_MASTER/ (user determined, blank password)"
 echo "" | "$det" user login determined
 for _ in $(seq 1 50); do
   "$det" agent list | grep -q . && "$det" slot list | grep -qv FREE_NONE && break

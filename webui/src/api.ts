@@ -137,6 +137,7 @@ export type SortBy = "SORT_BY_ID" | "SORT_BY_NAME" | "SORT_BY_START_TIME" | "SOR
 export interface ExperimentFilter {
   states?: ExperimentState[]; users?: string[]; name?: string; labels?: string[];
   sortBy?: SortBy; orderBy?: "ORDER_BY_ASC" | "ORDER_BY_DESC"; offset?: number; limit?: number; archived?: boolean;
+  projectId?: number;
 }
 
 // ---- calls ---------------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ export const api = {
   experiments: (f: ExperimentFilter, signal?: AbortSignal) =>
     json<{ experiments: Experiment[]; pagination: Pagination }>(
       "GET",
-      "/api/v1/experiments" + queryString({ ...f, states: f.states, users: f.users, labels: f.labels }),
+      "/api/v1/experiments" + queryString({ ...f }),
       undefined,
       signal,
     ),
