@@ -1,7 +1,7 @@
 """The web UI end to end in headless Chromium (webui/e2e/run.mjs, playwright-core driving Debian's
 /usr/bin/chromium) against a real master + agent: sign in, watch the Iris const experiment complete
 without a reload, its learning curves drawn with one point per report (5 validations, 50 training
-reports), a trial's hyperparameters and logs, the experiments list's filters, the not-found, 403
+reports), a trial's hyperparameters and logs, the experiments list's filters (name, state, user, label) and sort, the not-found, 403
 and network-error views, upstream's /det/ links, activating a paused experiment, following its
 trial's logs live and killing it from its page, session expiry and sign-out. Screenshots of each
 page go to .ci-work/webui-screenshots/<backend>/.
@@ -66,6 +66,7 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
     det = DetCli(master.url, tmp_path / "det-config")
     config = write_config(IRIS / "const.yaml", tmp_path / "const.yaml", tmp_path / "checkpoints")
     exp_id = create(det, config, IRIS)
+    det.ok("experiment", "label", "add", str(exp_id), "webui-label")
     # A second, long experiment of the signed-in user, created paused: the UI activates it,
     # follows its trial's logs live, then kills it.
     mine = DetCli(master.url, tmp_path / "det-config-e2e")
@@ -85,6 +86,7 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
         RESOLUTE_UI_USER=USER,
         RESOLUTE_UI_PASS=PASSWORD,
         RESOLUTE_UI_EXPERIMENT=str(exp_id),
+        RESOLUTE_UI_LABEL="webui-label",
         RESOLUTE_UI_KILL_EXPERIMENT=str(kill_id),
         RESOLUTE_UI_METRIC="validation.val_categorical_accuracy",
         RESOLUTE_UI_POINTS=json.dumps(points),

@@ -7,6 +7,7 @@
 //   RESOLUTE_UI_EXPERIMENT   an experiment that is running or about to complete
 //   RESOLUTE_UI_KILL_EXPERIMENT  a long, paused experiment of that user: the test activates it,
 //                            follows its trial's logs live and kills it
+//   RESOLUTE_UI_LABEL        a label of RESOLUTE_UI_EXPERIMENT (not of the other one)
 //   RESOLUTE_UI_METRIC       the searcher metric id the curve opens on (validation.NAME)
 //   RESOLUTE_UI_POINTS       JSON {metricId: points per trial} the learning curve must draw
 //   RESOLUTE_UI_LOG_TEXT     a line the trial's logs contain
@@ -29,6 +30,7 @@ const user = env("RESOLUTE_UI_USER");
 const pass = env("RESOLUTE_UI_PASS", "");
 const expId = Number(env("RESOLUTE_UI_EXPERIMENT"));
 const killId = Number(env("RESOLUTE_UI_KILL_EXPERIMENT"));
+const label = env("RESOLUTE_UI_LABEL");
 const metric = env("RESOLUTE_UI_METRIC");
 const points = JSON.parse(env("RESOLUTE_UI_POINTS"));
 const logText = env("RESOLUTE_UI_LOG_TEXT");
@@ -145,6 +147,29 @@ try {
   await page.getByText("No experiments match.").waitFor();
   await page.fill("input[aria-label=Name]", "");
   await page.locator(`tr[data-experiment-id="${expId}"]`).waitFor();
+  log(step);
+
+  step = "the experiments list filters by user and label, and sorts by a column";
+  const row = (id) => page.locator(`[data-testid=experiments-table] tr[data-experiment-id="${id}"]`);
+  await page.selectOption("select[aria-label=State]", "");
+  await page.fill("input[aria-label=User]", user);
+  await page.waitForURL((u) => u.searchParams.get("user") === user);
+  await row(killId).waitFor();
+  await row(expId).waitFor({ state: "detached" });
+  await page.fill("input[aria-label=User]", "");
+  await page.fill("input[aria-label=Label]", label);
+  await page.waitForURL((u) => u.searchParams.get("label") === label);
+  await row(expId).waitFor();
+  await row(killId).waitFor({ state: "detached" });
+  await page.fill("input[aria-label=Label]", "");
+  await page.waitForURL((u) => !u.searchParams.has("label"));
+  await page.click("th:has-text('Name')");
+  await page.waitForURL((u) => u.searchParams.get("sort") === "SORT_BY_NAME" && !u.searchParams.has("order"));
+  await page.click("th:has-text('Name')");
+  await page.waitForURL((u) => u.searchParams.get("sort") === "SORT_BY_NAME" && u.searchParams.get("order") === "asc");
+  await page.locator("th:has-text('Name') .sort-arrow").getByText("▲").waitFor();
+  await row(expId).waitFor();
+  await row(expId).locator(".label", { hasText: label }).waitFor();
   await noPlaceholders();
   await shot("05-experiments");
   log(step);
