@@ -209,6 +209,16 @@ try {
   const before = await page.locator("[data-testid=logs] .log-line").count();
   await page.waitForFunction((n) => document.querySelectorAll("[data-testid=logs] .log-line").length >= n + 5, before, { timeout: 120000 });
   await page.locator("[data-testid=log-status]").getByText("Live").waitFor();
+  log(step);
+
+  step = "its chart takes new points in place (same canvas, so a zoom is kept)";
+  await page.waitForFunction(() => !!document.querySelector("[data-testid=metric-select] option[value='training.loss']"), null, { timeout: 60000 });
+  await page.selectOption("[data-testid=metric-select]", "training.loss");
+  await page.waitForFunction(() => Number(document.querySelector("[data-testid=learning-curve]")?.dataset.points) > 0, null, { timeout: 30000 });
+  const canvas = await page.locator("[data-testid=learning-curve] canvas").elementHandle();
+  const shown = Number(await page.locator("[data-testid=learning-curve]").getAttribute("data-points"));
+  await page.waitForFunction((n) => Number(document.querySelector("[data-testid=learning-curve]")?.dataset.points) > n, shown, { timeout: 60000 });
+  assert(await canvas.evaluate((c) => c.isConnected), "the live chart was rebuilt for new points (a zoom would be lost)");
   await shot("08-trial-live");
   log(step);
 

@@ -30,13 +30,21 @@ export function align(lines: Line[]): uPlot.AlignedData {
 
 export function Chart(props: { lines: Line[]; xLabel: string; yLabel: string; logScale?: boolean; time?: boolean; height?: number; testId?: string }) {
   const box = useRef<HTMLDivElement>(null);
+  const chart = useRef<uPlot | null>(null);
+  /** The user zoomed in (drag): live data updates keep that range instead of rescaling. */
+  const zoomed = useRef(false);
+  // The chart is rebuilt only when its shape changes (series, axes, scale); new points of the same
+  // series go through setData, so a live chart keeps its zoom and does not flicker.
+  const shape = [props.lines.map((l) => l.label).join("\u0000"), props.logScale, props.time, props.xLabel, props.yLabel, props.height].join("|");
+
   useEffect(() => {
     const el = box.current;
     if (!el) return;
-    const width = Math.max(320, el.clientWidth);
+    zoomed.current = false;
+    const height = props.height ?? 320;
     const opts: uPlot.Options = {
-      width,
-      height: props.height ?? 320,
+      width: Math.max(320, el.clientWidth),
+      height,
       scales: { x: { time: !!props.time }, y: { distr: props.logScale ? 3 : 1 } },
       axes: [
         { label: props.xLabel, stroke: "#5b6472", grid: { stroke: "#eef0f3" } },
@@ -48,16 +56,31 @@ export function Chart(props: { lines: Line[]; xLabel: string; yLabel: string; lo
         { label: props.xLabel },
         ...props.lines.map((l, i) => ({ label: l.label, stroke: color(i), width: 1.6, spanGaps: true, points: { size: 4 } })),
       ],
+      hooks: { setSelect: [(u) => { if (u.select.width > 0) zoomed.current = true; }] },
     };
-    const chart = new uPlot(opts, align(props.lines), el);
-    el.dataset.points = String(props.lines.reduce((n, l) => n + l.xs.length, 0));
-    el.dataset.series = String(props.lines.length);
-    const resize = new ResizeObserver(() => chart.setSize({ width: Math.max(320, el.clientWidth), height: props.height ?? 320 }));
+    const u = new uPlot(opts, align(props.lines), el);
+    chart.current = u;
+    // uPlot resets the zoom on double-click.
+    const unzoom = () => { zoomed.current = false; };
+    u.over.addEventListener("dblclick", unzoom);
+    const resize = new ResizeObserver(() => u.setSize({ width: Math.max(320, el.clientWidth), height }));
     resize.observe(el);
     return () => {
       resize.disconnect();
-      chart.destroy();
+      u.over.removeEventListener("dblclick", unzoom);
+      u.destroy();
+      chart.current = null;
     };
-  }, [props.lines, props.logScale, props.time, props.xLabel, props.yLabel]);
+  }, [shape]);
+
+  useEffect(() => {
+    const el = box.current;
+    const u = chart.current;
+    if (!el || !u) return;
+    u.setData(align(props.lines), !zoomed.current);
+    el.dataset.points = String(props.lines.reduce((n, l) => n + l.xs.length, 0));
+    el.dataset.series = String(props.lines.length);
+  }, [props.lines, shape]);
+
   return <div class="chart" ref={box} data-testid={props.testId ?? "chart"} />;
 }
