@@ -1,9 +1,10 @@
 """The web UI end to end in headless Chromium (webui/e2e/run.mjs, playwright-core driving Debian's
 /usr/bin/chromium) against a real master + agent: sign in, watch the Iris const experiment complete
 without a reload, its learning curves drawn with one point per report (5 validations, 50 training
-reports), a trial's hyperparameters and logs, the experiments list's filters (name, state, user, label) and sort, the not-found, 403
-and network-error views, upstream's /det/ links, activating a paused experiment, following its
-trial's logs live and killing it from its page, session expiry and sign-out. Screenshots of each
+reports), a trial's hyperparameters and logs, the experiments list's filters (name, state, user,
+label) and sort, the not-found, 403 and network-error views, upstream's /det/ links, activating a
+paused experiment, following its trial's logs and chart live and killing it from its page, session
+expiry and sign-out. Screenshots of each
 page go to .ci-work/webui-screenshots/<backend>/.
 
 Needs `scripts/webui.sh` (node_modules and the built UI embedded in the det binary) and Chromium;
@@ -71,8 +72,9 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
     # follows its trial's logs live, then kills it.
     mine = DetCli(master.url, tmp_path / "det-config-e2e")
     mine.login(USER, PASSWORD)
+    long_run = {"max_length": {"batches": 1000000}}
     long_config = write_config(
-        IRIS / "const.yaml", tmp_path / "long.yaml", tmp_path / "checkpoints", searcher={"max_length": {"batches": 1000000}}
+        IRIS / "const.yaml", tmp_path / "long.yaml", tmp_path / "checkpoints", searcher=long_run
     )
     kill_id = create(mine, long_config, IRIS, "--paused")
     # One point per report: Iris const trains 5000 batches, reports training metrics every
