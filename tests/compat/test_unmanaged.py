@@ -148,6 +148,7 @@ def test_unmanaged_states_follow_the_script(master: Master, det: DetCli, tmp_pat
         for action in ("pause", "activate", "kill"):
             out = det.fails("experiment", action, str(ids["experiment_id"]))
             assert "unmanaged" in out, out
+        assert "unmanaged" in det.fails("trial", "kill", str(ids["trial_id"]))
         Path(str(result) + ".release").write_text("go")
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
@@ -184,6 +185,9 @@ def test_unmanaged_api_bad_input(master: Master, tmp_path: Path) -> None:
     code, text = http(master, "PUT", f"/api/v1/experiments/by-external-id/{ext}", {"config": config, "unmanaged": True})
     assert code == 200 and json.loads(text)["experiment"]["id"] == exp_id
 
+    expect(400, "externalExperimentId", "PUT", "/api/v1/experiments/by-external-id/%01x", {"config": config, "unmanaged": True})
+    expect(400, "unmanaged", "GET", f"/api/v1/experiments/{exp_id}/searcher/state")
+    expect(400, "unmanaged", "POST", "/api/v1/experiments/continue", {"id": exp_id})
     expect(404, "experimentId", "POST", "/api/v1/trials", {"experimentId": 999999, "unmanaged": True})
     expect(400, "unmanaged", "POST", "/api/v1/trials", {"experimentId": exp_id})
     expect(400, "hparams", "POST", "/api/v1/trials", {"experimentId": exp_id, "unmanaged": True, "hparams": [1]})

@@ -57,6 +57,9 @@ fn check_external_id(field: &str, id: &str) -> ApiResult<()> {
     if id.trim().is_empty() {
         return Err(ApiError::invalid(format!("{field}: must not be empty")));
     }
+    if id.chars().any(char::is_control) {
+        return Err(ApiError::invalid(format!("{field}: must not contain control characters")));
+    }
     input_limits::check_text(field, id, EXTERNAL_ID_BYTES)
 }
 
