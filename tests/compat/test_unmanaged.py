@@ -220,3 +220,44 @@ def test_unmanaged_api_bad_input(master: Master, tmp_path: Path) -> None:
     assert code == 200 and json.loads(text)["trial"]["state"] == "STATE_COMPLETED", text
     sess = admin_session(master)
     assert bindings.get_GetExperiment(sess, experimentId=exp_id).experiment.state == bindings.experimentv1State.COMPLETED
+
+
+def test_unmanaged_experiment_is_never_scheduled(fresh_master: Master) -> None:
+    """Nothing is allocated for an unmanaged trial, neither when it is created nor after a master
+    restart (whose recovery reloads every unfinished managed experiment)."""
+    master = fresh_master
+    # A config the loop could run, were it ever to load it.
+    config = (
+        "name: never-scheduled\nentrypoint: python3 train.py\nresources: {slots_per_trial: 1}\n"
+        "searcher: {name: single, metric: loss, max_length: {batches: 10}}\n"
+    )
+    code, text = http(master, "PUT", "/api/v1/experiments/by-external-id/never-scheduled", {"config": config, "unmanaged": True})
+    assert code == 200, text
+    exp_id = json.loads(text)["experiment"]["id"]
+    trials = []
+    for external in ("idle", "started"):
+        body = {"createTrialRequest": {"experimentId": exp_id, "unmanaged": True}, "externalTrialId": external}
+        code, text = http(master, "PUT", "/api/v1/trials", body)
+        assert code == 200, text
+        trials.append(json.loads(text)["trial"])
+    code, text = http(master, "POST", f"/api/v1/trials/{trials[1]['id']}/start", {"trialId": trials[1]["id"]})
+    assert code == 200, text
+
+    def check() -> None:
+        sess = admin_session(master)
+        assert bindings.get_GetExperiment(sess, experimentId=exp_id).experiment.state == bindings.experimentv1State.RUNNING
+        listed = bindings.get_GetExperimentTrials(sess, experimentId=exp_id).trials
+        assert sorted((t.id, t.state.value) for t in listed) == [
+            (trials[0]["id"], "STATE_PAUSED"),
+            (trials[1]["id"], "STATE_RUNNING"),
+        ], "no trial may be added or moved by a searcher"
+        for trial in trials:
+            code, text = http(master, "GET", f"/api/v1/tasks/{trial['taskId']}")
+            assert code == 200 and json.loads(text)["task"]["allocations"] == [], text
+        code, text = http(master, "GET", "/api/v1/tasks")
+        summaries = json.loads(text)["allocationIdToSummary"]
+        assert not any(s["taskId"].startswith(f"{exp_id}.") for s in summaries.values()), summaries
+
+    check()
+    master.restart()
+    check()
