@@ -81,6 +81,7 @@ def test_unmanaged_script_reports_and_resumes(master: Master, det: DetCli, tmp_p
     assert wire.state == bindings.experimentv1State.COMPLETED
     assert wire.name == "unmanaged-compat" and wire.labels == ["laptop"]
     assert wire.searcherMetric == "val_loss"
+    assert wire.externalExperimentId == ext_exp
 
     d = client.Determined(master=master.url, user="admin", password="")
     trial = d.get_trial(trial_id)

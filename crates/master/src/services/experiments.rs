@@ -79,6 +79,8 @@ pub struct ExperimentView {
     pub checkpoints: (i64, i64),
     /// The best searcher-metric validation; single reads only.
     pub best_validation: Option<BestValidation>,
+    /// An unmanaged experiment's external id; single reads only.
+    pub external_id: Option<String>,
 }
 
 /// `GET /api/v1/experiments` after parsing.
@@ -382,6 +384,7 @@ impl ExperimentService {
                 trial_ids: Vec::new(),
                 checkpoints: (0, 0),
                 best_validation: None,
+                external_id: None,
             });
         }
         Ok(ListPage { items, total: page.total, start, end })
@@ -417,7 +420,9 @@ impl ExperimentService {
             Some(_) if !trial_ids.is_empty() => self.best_trial(record.id, smaller_is_better).await?,
             _ => None,
         };
-        Ok(ExperimentView { num_trials: trial_ids.len() as i64, record, project, trial_ids, checkpoints, best_validation })
+        // Only an unmanaged experiment can have one: managed reads cost no extra query.
+        let external_id = if record.unmanaged { self.store.experiment_external_id(record.id).await? } else { None };
+        Ok(ExperimentView { num_trials: trial_ids.len() as i64, record, project, trial_ids, checkpoints, best_validation, external_id })
     }
 }
 
