@@ -146,6 +146,9 @@ pub struct Experiment {
     pub best_trial_id: Option<i32>,
     #[serde(default)]
     pub unmanaged: bool,
+    /// An unmanaged experiment's external id (the one its script gave); single reads only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_experiment_id: Option<String>,
     /// Size of the stored model definition (tar.gz bytes), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_definition_size: Option<i32>,

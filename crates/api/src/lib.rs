@@ -29,6 +29,7 @@ pub mod tasks;
 pub mod templates;
 pub mod time_series;
 pub mod trials;
+pub mod unmanaged;
 pub mod users;
 pub mod webhooks;
 mod wire_enum;

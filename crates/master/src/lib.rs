@@ -137,6 +137,7 @@ impl Master {
             cluster::start_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), hooks, cluster_events).await,
         );
         let purger = tokio::spawn(purge_sessions_periodically(state.clone()));
+        let lost_trials = services::spawn_lost_trial_sweeper(state.store.clone());
         let idle_watcher = tokio::spawn(
             services::IdleWatcher::new(
                 state.store.clone(),
@@ -179,6 +180,7 @@ impl Master {
             }
         };
         purger.abort();
+        lost_trials.abort();
         idle_watcher.abort();
         if let Some(delivery) = webhook_delivery {
             delivery.abort();

@@ -56,7 +56,7 @@ pub use model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
 };
-pub use model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
+pub use model_trials::{NewTrial, NewUnmanagedTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
 pub use model_webhooks::{
     DeliveryOutcome, NewLogEvent, NewWebhook, NewWebhookTrigger, TRIGGER_EXPERIMENT_STATE_CHANGE, TRIGGER_TASK_LOG, WebhookEventRecord,
     WebhookEventStatus, WebhookRecord, WebhookTriggerRecord,
@@ -66,6 +66,7 @@ pub use model_workspaces::{
     Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSort, ProjectSummary,
     WORKSPACE_STATE_DELETE_FAILED, WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord, WorkspaceSort,
 };
+pub use sql::UnmanagedStart;
 pub use sql::{PostgresOptions, SqlStore};
 pub use webhook_store::WebhookStore;
 
@@ -201,6 +202,26 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     /// Sets the trial's start time to `at` unless one of its task's allocations was already
     /// placed on an agent (call it before recording this placement); whether it changed.
     async fn mark_trial_started(&self, id: i32, at: DateTime<Utc>) -> StoreResult<bool>;
+
+    // ---- unmanaged (detached) experiments and trials: `sql/unmanaged.rs` ----
+    /// The experiment with this external id, and whether it is unmanaged.
+    async fn experiment_id_by_external_id(&self, external_id: &str) -> StoreResult<Option<(i32, bool)>>;
+    /// Gives the experiment its external id; `Conflict` when another one has it.
+    async fn set_experiment_external_id(&self, id: i32, external_id: &str) -> StoreResult<()>;
+    /// The experiment's external id, if it has one.
+    async fn experiment_external_id(&self, id: i32) -> StoreResult<Option<String>>;
+    /// Replaces an unmanaged experiment's config and name (a re-run sends its config again).
+    async fn set_unmanaged_experiment_config(&self, id: i32, config: &serde_json::Value, name: &str) -> StoreResult<()>;
+    /// Creates an unmanaged trial and its task, or returns the one with the same external id.
+    async fn create_unmanaged_trial(&self, trial: NewUnmanagedTrial) -> StoreResult<TrialRecord>;
+    /// The trial with these external ids.
+    async fn trial_id_by_external_ids(&self, external_experiment_id: &str, external_trial_id: &str) -> StoreResult<i32>;
+    /// Starts an unmanaged trial on a new run (RUNNING); the experiment's state follows.
+    async fn start_unmanaged_trial(&self, id: i32, resume: bool, at: DateTime<Utc>) -> StoreResult<UnmanagedStart>;
+    /// A heartbeat, or a state its script reports; the experiment's state follows.
+    async fn touch_unmanaged_trial(&self, id: i32, state: Option<&str>, at: DateTime<Utc>) -> StoreResult<()>;
+    /// RUNNING unmanaged trials without a heartbeat since `cutoff` end in ERROR; their ids.
+    async fn mark_lost_unmanaged_trials(&self, cutoff: DateTime<Utc>, at: DateTime<Utc>) -> StoreResult<Vec<i32>>;
 
     // ---- metrics ----
 

@@ -79,3 +79,18 @@ pub struct TrialPage {
     pub trials: Vec<TrialRecord>,
     pub total: i64,
 }
+
+/// An unmanaged trial to create (see `sql/unmanaged.rs`): paused on run 0 until its script starts it.
+#[derive(Clone, Debug)]
+pub struct NewUnmanagedTrial {
+    pub experiment_id: i32,
+    /// `<experiment_id>.<external trial id or a uuid>`, as upstream.
+    pub task_id: String,
+    pub request_id: String,
+    pub hparams: Value,
+    /// The caller's own id: a second create with it returns the first trial.
+    pub external_trial_id: Option<String>,
+    pub owner_id: i32,
+    pub job_id: Option<String>,
+    pub at: DateTime<Utc>,
+}

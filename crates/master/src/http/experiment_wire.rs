@@ -18,7 +18,7 @@ fn text(value: &Value) -> String {
 }
 
 pub fn experiment(view: ExperimentView) -> Experiment {
-    let ExperimentView { record: r, project, num_trials, trial_ids, checkpoints, best_validation } = view;
+    let ExperimentView { record: r, project, num_trials, trial_ids, checkpoints, best_validation, external_id } = view;
     let searcher = &r.config["searcher"];
     Experiment {
         id: r.id,
@@ -54,6 +54,7 @@ pub fn experiment(view: ExperimentView) -> Experiment {
         best_trial_searcher_metric: best_validation.as_ref().map(|b| b.value),
         best_trial_id: best_validation.map(|b| b.trial_id),
         unmanaged: r.unmanaged,
+        external_experiment_id: external_id,
         model_definition_size: None,
         config: r.config,
     }

@@ -112,6 +112,7 @@ fn empty_experiment() -> Experiment {
         best_trial_searcher_metric: None,
         best_trial_id: None,
         unmanaged: false,
+        external_experiment_id: None,
         model_definition_size: None,
     }
 }

@@ -34,6 +34,7 @@ mod tasks;
 mod templates;
 mod trial_metrics;
 mod trial_time_series;
+mod unmanaged;
 mod users;
 mod webhooks;
 mod webui;
@@ -112,7 +113,12 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/experiments/{id}/checkpoints", get(experiment_items::checkpoints))
         .route("/api/v1/experiments/{id}/model_def", get(experiment_items::model_def))
         .route("/api/v1/experiments/{id}/searcher/state", get(searcher_state::searcher_state))
-        .route("/api/v1/trials/{id}", get(experiment_items::trial))
+        .route("/api/v1/trials/{id}", get(experiment_items::trial).patch(unmanaged::patch_trial))
+        .route("/api/v1/trials", post(unmanaged::create_trial).put(unmanaged::put_trial))
+        .route("/api/v1/trials/{id}/start", post(unmanaged::start_trial))
+        .route("/api/v1/trials/by-external-id/{experiment}/{trial}", get(unmanaged::trial_by_external_id))
+        .route("/api/v1/experiments/by-external-id/{id}", put(unmanaged::put_experiment))
+        .route("/task-logs", post(unmanaged::post_legacy_logs))
         .route("/api/v1/trials/{id}/checkpoints", get(experiment_items::trial_checkpoints))
         .route("/api/v1/trials/time-series", get(trial_time_series::compare_trials))
         .route("/api/v1/trials/metrics/trial_metrics", get(trial_metrics::trial_metrics))

@@ -42,7 +42,7 @@ pub struct ExperimentChanges {
 
 impl ExperimentService {
     /// The experiment, if `caller` may change it: its owner or an admin.
-    async fn editable(&self, caller: &Principal, id: i32, action: &str) -> ApiResult<ExperimentRecord> {
+    pub(super) async fn editable(&self, caller: &Principal, id: i32, action: &str) -> ApiResult<ExperimentRecord> {
         let record = self.store.experiment_by_id(id).await?;
         if caller.user.admin || caller.user.id == record.owner_id {
             Ok(record)
@@ -151,6 +151,15 @@ impl ExperimentService {
             ExperimentAction::Kill => "kill",
         };
         let mut record = self.editable(caller, id, verb).await?;
+        if record.unmanaged {
+            return Err(ApiError::new(
+                ErrorCode::FailedPrecondition,
+                format!(
+                    "cannot {verb} experiment {id}: it is unmanaged (its script reports its state from outside the cluster); \
+                     only archive, unarchive and delete apply"
+                ),
+            ));
+        }
         for _ in 0..STATE_RETRIES {
             let from = stored_state(&record)?;
             let running = self.running_trials(id).await?;

@@ -26,6 +26,12 @@ impl ExperimentService {
                 record.owner_username
             )));
         }
+        if record.unmanaged {
+            return Err(ApiError::new(
+                ErrorCode::FailedPrecondition,
+                format!("cannot continue experiment {id}: it is unmanaged; run its script again with the same external ids to resume it"),
+            ));
+        }
         let state = ExperimentState::parse(&record.state).ok_or_else(ApiError::internal)?;
         if !state.is_terminal() {
             return Err(ApiError::new(

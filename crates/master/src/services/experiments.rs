@@ -79,6 +79,8 @@ pub struct ExperimentView {
     pub checkpoints: (i64, i64),
     /// The best searcher-metric validation; single reads only.
     pub best_validation: Option<BestValidation>,
+    /// An unmanaged experiment's external id; single reads only.
+    pub external_id: Option<String>,
 }
 
 /// `GET /api/v1/experiments` after parsing.
@@ -136,7 +138,18 @@ impl ExperimentService {
 
     pub async fn create(&self, caller: &Principal, req: NewExperimentRequest) -> ApiResult<CreatedExperiment> {
         if req.unmanaged {
-            return Err(ApiError::unimplemented("unmanaged: detached-mode experiments are not supported yet"));
+            let (view, config) = self
+                .put_unmanaged(
+                    caller,
+                    super::UnmanagedExperimentRequest {
+                        config_text: req.config_text,
+                        project_id: req.project_id,
+                        parent_id: req.parent_id,
+                        external_id: None,
+                    },
+                )
+                .await?;
+            return Ok(CreatedExperiment { experiment: Some(view), config, config_warnings: Vec::new() });
         }
         input_limits::check_text("config", &req.config_text, input_limits::CONFIG_BYTES)?;
         let config_text = match req.template.as_deref().filter(|t| !t.is_empty()) {
@@ -273,7 +286,7 @@ impl ExperimentService {
 
     /// `project_id` when given, else the config's `workspace`/`project` (read from the raw text,
     /// before validation), else the default project. Refused when it or its workspace is archived.
-    async fn resolve_project(&self, project_id: Option<i32>, config_text: &str) -> ApiResult<ProjectRecord> {
+    pub(super) async fn resolve_project(&self, project_id: Option<i32>, config_text: &str) -> ApiResult<ProjectRecord> {
         let raw = resolute_expconf::yaml_to_json(config_text).unwrap_or(Value::Null);
         let field = |key: &str| raw.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let (workspace, project) = (field("workspace"), field("project"));
@@ -371,6 +384,7 @@ impl ExperimentService {
                 trial_ids: Vec::new(),
                 checkpoints: (0, 0),
                 best_validation: None,
+                external_id: None,
             });
         }
         Ok(ListPage { items, total: page.total, start, end })
@@ -406,7 +420,9 @@ impl ExperimentService {
             Some(_) if !trial_ids.is_empty() => self.best_trial(record.id, smaller_is_better).await?,
             _ => None,
         };
-        Ok(ExperimentView { num_trials: trial_ids.len() as i64, record, project, trial_ids, checkpoints, best_validation })
+        // Only an unmanaged experiment can have one: managed reads cost no extra query.
+        let external_id = if record.unmanaged { self.store.experiment_external_id(record.id).await? } else { None };
+        Ok(ExperimentView { num_trials: trial_ids.len() as i64, record, project, trial_ids, checkpoints, best_validation, external_id })
     }
 }
 

@@ -34,6 +34,12 @@ pub struct SearcherStateView {
 impl ExperimentService {
     pub async fn searcher_state(&self, experiment_id: i32) -> ApiResult<SearcherStateView> {
         let record = self.store.experiment_by_id(experiment_id).await?;
+        if record.unmanaged {
+            return Err(ApiError::new(
+                resolute_api::error::ErrorCode::FailedPrecondition,
+                format!("experiment {experiment_id} is unmanaged: its script runs its own trials, so it has no searcher state"),
+            ));
+        }
         let config = parse_experiment_config(&record.config.to_string(), &Defaults::new(0))
             .map_err(|errors| internal(experiment_id, format!("its stored config no longer validates: {errors:?}")))?
             .config;

@@ -168,6 +168,12 @@ impl TrialRuntimeService {
         let trial = self.store.trial_by_id(trial_id).await?;
         let experiment = self.store.experiment_by_id(trial.experiment_id).await?;
         ensure_owner(caller, &experiment, &format!("kill trial {trial_id}"))?;
+        if experiment.unmanaged {
+            return Err(ApiError::new(
+                resolute_api::error::ErrorCode::FailedPrecondition,
+                format!("cannot kill trial {trial_id}: it is unmanaged (its script runs outside the cluster); stop the script instead"),
+            ));
+        }
         self.cluster.notify(ClusterEvent::KillTrial { trial_id });
         Ok(())
     }

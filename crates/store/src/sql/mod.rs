@@ -29,6 +29,8 @@ mod tasks;
 mod templates;
 mod trial_start;
 mod trial_warm_start;
+mod unmanaged;
+pub use unmanaged::UnmanagedStart;
 mod trials;
 mod users;
 mod webhook_events;

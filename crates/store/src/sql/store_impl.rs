@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::lifecycle::Lifecycle;
-use super::{Pool, SqlStore};
+use super::{Pool, SqlStore, UnmanagedStart};
 use crate::Store;
 use crate::error::StoreResult;
 use crate::log_chunk::NewLogChunk;
@@ -24,7 +24,7 @@ use crate::model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
 };
-use crate::model_trials::{NewTrial, TrialFilter, TrialPage, TrialRecord};
+use crate::model_trials::{NewTrial, NewUnmanagedTrial, TrialFilter, TrialPage, TrialRecord};
 use crate::model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage};
 use crate::model_workspaces::{
     Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSummary, WorkspaceFilter, WorkspacePatch,
@@ -279,6 +279,42 @@ impl Store for SqlStore {
 
     async fn mark_trial_started(&self, id: i32, at: DateTime<Utc>) -> StoreResult<bool> {
         self.mark_trial_started_impl(id, at).await
+    }
+
+    async fn experiment_id_by_external_id(&self, external_id: &str) -> StoreResult<Option<(i32, bool)>> {
+        self.experiment_id_by_external_id_impl(external_id).await
+    }
+
+    async fn set_experiment_external_id(&self, id: i32, external_id: &str) -> StoreResult<()> {
+        self.set_experiment_external_id_impl(id, external_id).await
+    }
+
+    async fn experiment_external_id(&self, id: i32) -> StoreResult<Option<String>> {
+        self.experiment_external_id_impl(id).await
+    }
+
+    async fn set_unmanaged_experiment_config(&self, id: i32, config: &serde_json::Value, name: &str) -> StoreResult<()> {
+        self.set_unmanaged_experiment_config_impl(id, config, name).await
+    }
+
+    async fn create_unmanaged_trial(&self, trial: NewUnmanagedTrial) -> StoreResult<TrialRecord> {
+        self.create_unmanaged_trial_impl(trial).await
+    }
+
+    async fn trial_id_by_external_ids(&self, external_experiment_id: &str, external_trial_id: &str) -> StoreResult<i32> {
+        self.trial_id_by_external_ids_impl(external_experiment_id, external_trial_id).await
+    }
+
+    async fn start_unmanaged_trial(&self, id: i32, resume: bool, at: DateTime<Utc>) -> StoreResult<UnmanagedStart> {
+        self.start_unmanaged_trial_impl(id, resume, at).await
+    }
+
+    async fn touch_unmanaged_trial(&self, id: i32, state: Option<&str>, at: DateTime<Utc>) -> StoreResult<()> {
+        self.touch_unmanaged_trial_impl(id, state, at).await
+    }
+
+    async fn mark_lost_unmanaged_trials(&self, cutoff: DateTime<Utc>, at: DateTime<Utc>) -> StoreResult<Vec<i32>> {
+        self.mark_lost_unmanaged_trials_impl(cutoff, at).await
     }
 
     async fn insert_metrics(&self, reports: &[NewMetricReport]) -> StoreResult<()> {

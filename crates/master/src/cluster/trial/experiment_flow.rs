@@ -54,6 +54,10 @@ impl Orchestrator {
     /// The experiment was created or its state changed: bring its trials in line.
     pub(in crate::cluster) async fn experiment_changed(&mut self, id: i32) -> LoopResult<()> {
         let record = self.store.experiment_by_id(id).await?;
+        // An unmanaged experiment reports from outside the cluster: nothing to schedule, ever.
+        if record.unmanaged {
+            return Ok(());
+        }
         let state = ExperimentState::parse(&record.state).ok_or_else(|| LoopError::Other(format!("unknown state {}", record.state)))?;
         if !self.experiments.contains_key(&id) {
             if state.is_terminal() || matches!(state, ExperimentState::Deleting | ExperimentState::Deleted) {
