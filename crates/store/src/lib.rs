@@ -20,6 +20,7 @@ mod model_experiments;
 mod model_logs;
 mod model_metrics;
 mod model_registry;
+mod model_runs;
 mod model_tasks;
 mod model_trials;
 mod model_webhooks;
@@ -52,6 +53,7 @@ pub use model_registry::{
     ModelFilter, ModelPatch, ModelRecord, ModelSort, ModelVersionFilter, ModelVersionPatch, ModelVersionRecord, ModelVersionSort, NewModel,
     NewModelVersion,
 };
+pub use model_runs::{RunColumn, RunDeletion, RunFilterExpr, RunFilterOp, RunFilterValue, RunPage, RunQuery, RunRecord, RunSortKey};
 pub use model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
@@ -138,6 +140,9 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     async fn delete_project(&self, id: i32) -> StoreResult<Deletion>;
     /// `NotFound` names the experiment or the destination project.
     async fn move_experiment(&self, experiment_id: i32, project_id: i32) -> StoreResult<()>;
+    /// Replaces the project's notes (`[{"name", "contents"}]`); the built-in project too, as
+    /// upstream. `NotFound` for an unknown project.
+    async fn set_project_notes(&self, id: i32, notes: &Value) -> StoreResult<()>;
 
     // ---- experiments ----
     // State changes write `end_time` as given: a terminal state sets it, any other clears it.
@@ -173,6 +178,16 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage>;
     /// The experiment's trial ids, ascending (an experiment's describe: no trial row read whole).
     async fn experiment_trial_ids(&self, experiment_id: i32) -> StoreResult<Vec<i32>>;
+
+    // ---- runs (the runs API's view of trials) ----
+
+    /// A page of runs with their experiment's, project's and workspace's fields, and the total.
+    async fn search_runs(&self, query: &RunQuery) -> StoreResult<RunPage>;
+    /// Sets a run's own `archived` flag; returns the ids changed, ascending.
+    async fn set_runs_archived(&self, ids: &[i32], archived: bool) -> StoreResult<Vec<i32>>;
+    /// Deletes runs (metrics, checkpoint rows, tasks, logs) in one transaction, keeping those
+    /// holding a registered checkpoint.
+    async fn delete_runs(&self, ids: &[i32]) -> StoreResult<RunDeletion>;
     async fn update_trial_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()>;
     /// Compare-and-set: moves to `to` only from one of `from`; returns whether it did.
     async fn update_trial_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool>;

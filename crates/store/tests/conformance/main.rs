@@ -18,6 +18,7 @@ mod models;
 mod odd_input;
 #[path = "../support/pg_databases.rs"]
 mod pg_databases;
+mod runs;
 mod sessions;
 mod tasks;
 mod templates;
@@ -106,6 +107,9 @@ harness::conformance!(templates::the_default_workspace_is_listed);
 harness::conformance!(templates::list_filters_and_pages);
 harness::conformance!(templates::delete_removes);
 harness::conformance!(templates::nul_names_are_refused_alike);
+harness::conformance!(runs::filter_sort_and_page);
+harness::conformance!(runs::archive_and_delete);
+harness::conformance!(runs::project_notes_replace_the_list);
 harness::conformance!(workspaces::create_patch_and_conflicts);
 harness::conformance!(workspaces::list_filters_pins_and_pages);
 harness::conformance!(workspaces::projects_keys_counts_and_patches);
