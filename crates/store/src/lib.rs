@@ -66,7 +66,8 @@ pub use model_webhooks::{
 pub use model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
 pub use model_workspaces::{
     Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSort, ProjectSummary,
-    WORKSPACE_STATE_DELETE_FAILED, WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord, WorkspaceSort,
+    WORKSPACE_STATE_DELETE_FAILED, WORKSPACE_STATE_DELETING, WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord,
+    WorkspaceSort,
 };
 pub use sql::{PostgresOptions, SqlStore};
 pub use webhook_store::WebhookStore;
@@ -130,6 +131,10 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     async fn set_workspace_pinned(&self, id: i32, user_id: i32, pinned: Option<DateTime<Utc>>) -> StoreResult<()>;
     /// Deletes it with everything in it, or records why not (see [`Deletion`]).
     async fn delete_workspace(&self, id: i32) -> StoreResult<Deletion>;
+    /// Starts a background deletion: refused (recorded as [`delete_workspace`](Store::delete_workspace)
+    /// records it) while an experiment is unfinished or a task open, else the workspace is marked
+    /// `WORKSPACE_STATE_DELETING`. Returns the refusal, or `None` once marked.
+    async fn begin_workspace_deletion(&self, id: i32) -> StoreResult<Option<String>>;
     /// `Conflict` for a name taken in the workspace or a taken key.
     async fn create_project(&self, project: NewProject) -> StoreResult<ProjectRecord>;
     async fn project_summary(&self, id: i32) -> StoreResult<ProjectSummary>;

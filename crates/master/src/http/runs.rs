@@ -111,8 +111,8 @@ pub async fn search(
 macro_rules! archive_route {
     ($name:ident, $path:literal, $archive:expr, $what:literal) => {
         #[utoipa::path(post, path = $path, tag = "Runs", request_body = RunActionRequest,
-                    responses((status = 200, description = $what, body = RunActionResponse), (status = 400, body = ErrorBody)),
-                    security(("bearer" = [])))]
+                            responses((status = 200, description = $what, body = RunActionResponse), (status = 400, body = ErrorBody)),
+                            security(("bearer" = [])))]
         pub async fn $name(
             State(state): State<AppState>,
             caller: Principal,

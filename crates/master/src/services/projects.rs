@@ -120,6 +120,9 @@ impl ProjectService {
         if workspace.archived {
             return Err(ApiError::invalid(format!("workspace {:?} is archived: projects cannot be added to it", workspace.name)));
         }
+        if workspace.state == resolute_store::WORKSPACE_STATE_DELETING {
+            return Err(ApiError::invalid(format!("workspace {:?} is being deleted: projects cannot be added to it", workspace.name)));
+        }
         validate_name("project", &req.name)?;
         let description = req.description.unwrap_or_default();
         check_text("description", &description, DESCRIPTION_BYTES)?;

@@ -221,3 +221,48 @@ pub async fn project_notes_and_move_by_filters(m: &TestMaster) {
     assert_error(&r, 400, "InvalidArgument");
     assert!(r.text.contains("filters.states"), "{}", r.text);
 }
+
+pub async fn workspace_deletion_runs_in_the_background(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let r = m.post("/api/v1/workspaces", Some(&admin), json!({"name": "fading"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let ws = r.body["workspace"]["id"].as_i64().unwrap();
+    let mut projects = Vec::new();
+    for name in ["p1", "p2"] {
+        let r = m.post(&format!("/api/v1/workspaces/{ws}/projects"), Some(&admin), json!({"name": name})).await;
+        projects.push(r.body["project"]["id"].as_i64().unwrap());
+    }
+    let config = format!("name: in-fading\n{SINGLE}");
+    let body = json!({"config": config, "modelDefinition": [], "activate": false, "projectId": projects[0]});
+    let r = m.post("/api/v1/experiments", Some(&admin), body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let exp = r.body["experiment"]["id"].as_i64().unwrap();
+
+    // Refused while the experiment is unfinished: nothing deleted, the reason on the workspace.
+    let del = m.delete(&format!("/api/v1/workspaces/{ws}"), Some(&admin)).await;
+    assert_eq!((del.status, &del.body), (200, &json!({"completed": false})), "{}", del.text);
+    let w = m.get(&format!("/api/v1/workspaces/{ws}"), Some(&admin)).await;
+    assert_eq!(w.body["workspace"]["state"], "WORKSPACE_STATE_DELETE_FAILED", "{}", w.text);
+    assert!(w.body["workspace"]["errorMessage"].as_str().unwrap().contains(&exp.to_string()), "{}", w.text);
+
+    // Once it ended: `completed: false`, DELETING while its projects go, then gone.
+    kill(m, &admin, exp).await;
+    let del = m.delete(&format!("/api/v1/workspaces/{ws}"), Some(&admin)).await;
+    assert_eq!((del.status, &del.body), (200, &json!({"completed": false})), "{}", del.text);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let w = m.get(&format!("/api/v1/workspaces/{ws}"), Some(&admin)).await;
+        if w.status == 404 {
+            break;
+        }
+        assert_eq!(w.body["workspace"]["state"], "WORKSPACE_STATE_DELETING", "{}", w.text);
+        let r = m.post(&format!("/api/v1/workspaces/{ws}/projects"), Some(&admin), json!({"name": "late"})).await;
+        assert!(r.status == 400 || r.status == 404, "no project is added to a deleting workspace: {}", r.text);
+        assert!(std::time::Instant::now() < deadline, "the workspace was not deleted: {}", w.text);
+        tokio::task::yield_now().await;
+    }
+    for p in projects {
+        assert_error(&m.get(&format!("/api/v1/projects/{p}"), Some(&admin)).await, 404, "NotFound");
+    }
+    assert_error(&m.get(&format!("/api/v1/experiments/{exp}"), Some(&admin)).await, 404, "NotFound");
+}

@@ -37,6 +37,7 @@ mod users;
 mod webhook_events;
 mod webhooks;
 mod workloads;
+mod workspace_deletion;
 mod workspace_writes;
 mod workspaces;
 

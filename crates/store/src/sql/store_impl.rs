@@ -130,6 +130,10 @@ impl Store for SqlStore {
         self.delete_workspace_impl(id).await
     }
 
+    async fn begin_workspace_deletion(&self, id: i32) -> StoreResult<Option<String>> {
+        self.begin_workspace_deletion_impl(id).await
+    }
+
     async fn create_project(&self, project: NewProject) -> StoreResult<ProjectRecord> {
         self.create_project_impl(project).await
     }

@@ -28,6 +28,7 @@ mod trials;
 mod users;
 mod webhooks;
 mod workloads;
+mod workspace_deletion;
 mod workspaces;
 
 use resolute_store::Store;
@@ -108,6 +109,7 @@ harness::conformance!(templates::list_filters_and_pages);
 harness::conformance!(templates::delete_removes);
 harness::conformance!(templates::nul_names_are_refused_alike);
 harness::conformance!(runs::filter_sort_and_page);
+harness::conformance!(workspace_deletion::begins_only_when_nothing_runs);
 harness::conformance!(runs::archive_and_delete);
 harness::conformance!(runs::project_notes_replace_the_list);
 harness::conformance!(workspaces::create_patch_and_conflicts);
