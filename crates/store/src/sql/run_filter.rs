@@ -126,7 +126,7 @@ fn field_sql(column: RunColumn, op: RunFilterOp, value: &RunFilterValue, sqlite:
             _ => String::new(),
         };
         // `labels` is a compact JSON array; see the experiment list's label filter.
-        let element = format!("(',' || SUBSTR(e.labels, 2, LENGTH(e.labels) - 2) || ',')");
+        let element = "(',' || SUBSTR(e.labels, 2, LENGTH(e.labels) - 2) || ',')";
         return match op {
             RunFilterOp::IsEmpty => "e.labels = '[]'".into(),
             RunFilterOp::NotEmpty => "e.labels <> '[]'".into(),
