@@ -201,8 +201,8 @@ impl WorkspaceService {
     /// `true` when deleted at once (a workspace without projects); `false` when refused (the
     /// reason left on the workspace, DELETE_FAILED) or when the deletion goes on in the
     /// background, as upstream's: the workspace shows DELETING, its projects go one by one (what
-    /// `det workspace delete` polls), then it is gone. A workspace left DELETING by a master
-    /// restart resumes when deleted again.
+    /// `det workspace delete` polls), then it is gone. A deletion a master stop cut short goes
+    /// on when the master starts (`resume_deletions`).
     pub async fn delete(&self, caller: &Principal, id: i32) -> ApiResult<bool> {
         let w = self.changeable(caller, id, "deleted").await?;
         if let Some(reason) = self.store.begin_workspace_deletion(id).await.map_err(not_found(id))? {
@@ -218,6 +218,24 @@ impl WorkspaceService {
             finish_deletion(store.as_ref(), id, &name).await;
         });
         Ok(false)
+    }
+
+    /// Finishes, in the background, the deletions of workspaces a master stop left DELETING.
+    pub async fn resume_deletions(&self) {
+        let workspaces = match self.store.list_workspaces().await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::error!("listing workspaces to resume their deletions: {e}");
+                return;
+            }
+        };
+        for w in workspaces.into_iter().filter(|w| w.state == resolute_store::WORKSPACE_STATE_DELETING) {
+            tracing::info!(workspace = w.id, name = %w.name, "resuming the deletion of workspace");
+            let store = self.store.clone();
+            tokio::spawn(async move {
+                finish_deletion(store.as_ref(), w.id, &w.name).await;
+            });
+        }
     }
 }
 

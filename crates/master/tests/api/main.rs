@@ -48,6 +48,7 @@ harness::api_test!(runs_list::runs_list_filters_sorts_and_pages);
 harness::api_test!(runs_list::runs_archive_delete_and_move);
 harness::api_test!(runs_list::project_notes_and_move_by_filters);
 harness::api_test!(runs_list::workspace_deletion_runs_in_the_background);
+harness::api_test!(owned runs_list::workspace_deletion_resumes_after_a_restart);
 harness::api_test!(models::models_create_get_list_patch_delete);
 harness::api_test!(models::versions_register_list_patch_delete);
 harness::api_test!(models::registered_checkpoints_survive_gc_and_deletion);

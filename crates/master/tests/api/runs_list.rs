@@ -266,3 +266,22 @@ pub async fn workspace_deletion_runs_in_the_background(m: &TestMaster) {
     }
     assert_error(&m.get(&format!("/api/v1/experiments/{exp}"), Some(&admin)).await, 404, "NotFound");
 }
+
+pub async fn workspace_deletion_resumes_after_a_restart(m: TestMaster) {
+    let admin = m.login("admin", "").await;
+    let r = m.post("/api/v1/workspaces", Some(&admin), json!({"name": "cut-short"})).await;
+    let ws = r.body["workspace"]["id"].as_i64().unwrap();
+    let r = m.post(&format!("/api/v1/workspaces/{ws}/projects"), Some(&admin), json!({"name": "p"})).await;
+    let project = r.body["project"]["id"].as_i64().unwrap();
+    // A master stopped right after marking the workspace DELETING.
+    let id = i32::try_from(ws).unwrap();
+    assert_eq!(m.store.begin_workspace_deletion(id).await.unwrap(), None);
+    let m = m.restart().await;
+    let admin = m.login("admin", "").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while m.get(&format!("/api/v1/workspaces/{ws}"), Some(&admin)).await.status != 404 {
+        assert!(std::time::Instant::now() < deadline, "the deletion did not resume");
+        tokio::task::yield_now().await;
+    }
+    assert_error(&m.get(&format!("/api/v1/projects/{project}"), Some(&admin)).await, 404, "NotFound");
+}
