@@ -75,8 +75,23 @@ pub enum RunFilterValue {
 /// A filter tree: groups joined by AND (`any: false`) or OR (`any: true`); an empty group is TRUE.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RunFilterExpr {
-    Group { any: bool, children: Vec<RunFilterExpr> },
-    Field { column: RunColumn, op: RunFilterOp, value: RunFilterValue },
+    Group {
+        any: bool,
+        children: Vec<RunFilterExpr>,
+    },
+    Field {
+        column: RunColumn,
+        op: RunFilterOp,
+        value: RunFilterValue,
+    },
+    /// A hyperparameter of the run by its path (`["optimizer", "lr"]` for `hp.optimizer.lr`): a
+    /// number value compares numbers, a text value texts; runs without it never match a
+    /// comparison. Path keys hold no `"` or `\` (the master refuses them).
+    Hyperparameter {
+        path: Vec<String>,
+        op: RunFilterOp,
+        value: RunFilterValue,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 //! UI's JSON (`{"filterGroup": {"kind": "group", "conjunction": "and", "children": [{"kind":
 //! "field", "columnName": "experimentName", "operator": "contains", "value": "x"}]},
 //! "showArchived": false}`), `sort` is `column=asc|desc,...`. Every mistake is a 400 naming where
-//! it is (`filter.filterGroup.children[0].operator`). Hyperparameter and metric columns are not
-//! supported yet and say so.
+//! it is (`filter.filterGroup.children[0].operator`). Hyperparameters filter (`hp.NAME`); metric
+//! columns, and sorting by hyperparameters or metrics, are not supported yet and say so.
 
 use chrono::{DateTime, Utc};
 use resolute_store::{RunColumn, RunFilterExpr, RunFilterOp, RunFilterValue, RunSortKey};
@@ -142,12 +142,16 @@ fn node(v: &Value, at: &str, depth: usize, fields: &mut usize) -> ApiResult<Opti
 
 fn field(obj: &serde_json::Map<String, Value>, at: &str) -> ApiResult<Option<RunFilterExpr>> {
     let name = text_of(obj, "columnName", at)?.ok_or_else(|| ApiError::invalid(format!("{at}.columnName: missing")))?;
-    match text_of(obj, "location", at)? {
+    let location = text_of(obj, "location", at)?;
+    if location == Some("LOCATION_TYPE_HYPERPARAMETERS") || name.starts_with("hp.") {
+        return hyperparameter(obj, name, at);
+    }
+    match location {
         None | Some("LOCATION_TYPE_RUN" | "LOCATION_TYPE_EXPERIMENT" | "LOCATION_TYPE_UNSPECIFIED") => {}
         Some(other) => {
             return Err(ApiError::invalid(format!(
-                "{at}.location: {other} columns (hyperparameters, metrics, metadata) are not supported in run filters yet; \
-                 filter on the run and experiment columns ({COLUMN_NAMES})"
+                "{at}.location: {other} columns (metrics, metadata) are not supported in run filters yet; \
+                 filter on hyperparameters (hp.NAME) or the run and experiment columns ({COLUMN_NAMES})"
             )));
         }
     }
@@ -171,6 +175,31 @@ fn field(obj: &serde_json::Map<String, Value>, at: &str) -> ApiResult<Option<Run
     }
     let (op, value) = typed_value(col, op, raw, &at_value)?;
     Ok(Some(RunFilterExpr::Field { column: col, op, value }))
+}
+
+/// `hp.a.b`: a hyperparameter by its path; a number compares numbers, text compares text.
+fn hyperparameter(obj: &serde_json::Map<String, Value>, name: &str, at: &str) -> ApiResult<Option<RunFilterExpr>> {
+    let path: Vec<String> = name.strip_prefix("hp.").unwrap_or(name).split('.').map(str::to_owned).collect();
+    if path.iter().any(|k| k.is_empty() || k.contains('"') || k.contains('\\') || k.contains('\0')) {
+        return Err(ApiError::invalid(format!(
+            "{at}.columnName: {name:?} is not a hyperparameter path (hp.NAME or hp.GROUP.NAME, without quotes or backslashes)"
+        )));
+    }
+    let op_name = text_of(obj, "operator", at)?.ok_or_else(|| ApiError::invalid(format!("{at}.operator: missing")))?;
+    let op = operator(op_name).ok_or_else(|| ApiError::invalid(format!("{at}.operator: {op_name:?} is not a filter operator")))?;
+    let value = match (op, obj.get("value")) {
+        (RunFilterOp::IsEmpty | RunFilterOp::NotEmpty, _) => RunFilterValue::None,
+        (_, None | Some(Value::Null)) => return Ok(None),
+        (_, Some(Value::Number(n))) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => RunFilterValue::Int(i),
+            (None, Some(f)) => RunFilterValue::Float(f),
+            _ => return Err(ApiError::invalid(format!("{at}.value: {n} is not a number a filter can compare"))),
+        },
+        (_, Some(Value::String(s))) => RunFilterValue::Text(s.clone()),
+        (_, Some(Value::Bool(b))) => RunFilterValue::Text(b.to_string()),
+        (_, Some(other)) => return Err(ApiError::invalid(format!("{at}.value: expected a number or a string, got {other}"))),
+    };
+    Ok(Some(RunFilterExpr::Hyperparameter { path, op, value }))
 }
 
 fn typed_value(col: RunColumn, op: RunFilterOp, raw: &Value, at: &str) -> ApiResult<(RunFilterOp, RunFilterValue)> {
@@ -294,9 +323,21 @@ mod tests {
         assert!(err(bad_col).starts_with("filter.filterGroup.children[0].columnName: unknown run column \"zzz\""));
         let bad_value = r#"{"filterGroup":{"kind":"field","columnName":"id","operator":"=","value":"x"}}"#;
         assert!(err(bad_value).starts_with("filter.filterGroup.value: column takes a number"));
-        let hp =
-            r#"{"filterGroup":{"kind":"field","columnName":"hp.lr","location":"LOCATION_TYPE_HYPERPARAMETERS","operator":"=","value":1}}"#;
-        assert!(err(hp).contains("not supported"));
+        let metric = r#"{"filterGroup":{"kind":"field","columnName":"validation.loss","location":"LOCATION_TYPE_VALIDATIONS","operator":"=","value":1}}"#;
+        assert!(err(metric).contains("not supported"));
+        let hp = r#"{"filterGroup":{"kind":"field","columnName":"hp.a\"b","operator":"=","value":1}}"#;
+        assert!(err(hp).starts_with("filter.filterGroup.columnName"), "{}", err(hp));
+        let f = parse_filter(
+            r#"{"filterGroup":{"kind":"field","columnName":"hp.opt.lr","location":"LOCATION_TYPE_HYPERPARAMETERS","operator":"<","value":0.5}}"#,
+        );
+        assert_eq!(
+            f.unwrap().expr,
+            Some(RunFilterExpr::Hyperparameter {
+                path: vec!["opt".into(), "lr".into()],
+                op: RunFilterOp::Lt,
+                value: RunFilterValue::Float(0.5)
+            })
+        );
     }
 
     #[test]

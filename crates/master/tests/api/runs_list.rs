@@ -71,6 +71,12 @@ pub async fn runs_list_filters_sorts_and_pages(m: &TestMaster) {
     let multi = filter(json!([{"kind": "field", "columnName": "isExpMultitrial", "operator": "=", "value": false}]), false);
     let r = m.post("/api/v1/runs", Some(&admin), json!({"filter": multi})).await;
     assert_eq!(ids(&r), single_runs);
+    let hp = filter(
+        json!([{"kind": "field", "columnName": "hp.lr", "location": "LOCATION_TYPE_HYPERPARAMETERS", "operator": "=", "value": 0.1}]),
+        false,
+    );
+    let r = m.post("/api/v1/runs", Some(&admin), json!({"filter": hp})).await;
+    assert_eq!(ids(&r), single_runs, "{}", r.text);
 
     // Paging: the total counts every match.
     let r = m.post("/api/v1/runs", Some(&admin), json!({"offset": 1, "limit": 1})).await;

@@ -97,6 +97,52 @@ pub(super) fn filter_sql(expr: &RunFilterExpr, sqlite: bool, args: &mut Args) ->
             format!("({})", parts.join(joiner))
         }
         RunFilterExpr::Field { column, op, value } => field_sql(*column, *op, value, sqlite, args),
+        RunFilterExpr::Hyperparameter { path, op, value } => hyperparameter_sql(path, *op, value, sqlite, args),
+    }
+}
+
+/// A hyperparameter's value as a number and as text (NULL when it is absent or of the other
+/// type), and whether it is present at all.
+fn hyperparameter_sql(path: &[String], op: RunFilterOp, value: &RunFilterValue, sqlite: bool, args: &mut Args) -> String {
+    let (number, text, present) = if sqlite {
+        let p = args.push(format!("${}", path.iter().map(|k| format!(".\"{k}\"")).collect::<String>()));
+        (
+            format!("(CASE WHEN json_type(t.hparams, {p}) IN ('integer', 'real') THEN json_extract(t.hparams, {p}) END)"),
+            format!("(CASE WHEN json_type(t.hparams, {p}) = 'text' THEN json_extract(t.hparams, {p}) END)"),
+            format!("(json_type(t.hparams, {p}) IS NOT NULL AND json_type(t.hparams, {p}) <> 'null')"),
+        )
+    } else {
+        let p = args.push(format!("{{{}}}", path.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(",")));
+        let node = format!("(CAST(t.hparams AS JSONB) #> CAST({p} AS TEXT[]))");
+        (
+            format!("(CASE WHEN jsonb_typeof({node}) = 'number' THEN CAST({node} #>> '{{}}' AS DOUBLE PRECISION) END)"),
+            format!("(CASE WHEN jsonb_typeof({node}) = 'string' THEN {node} #>> '{{}}' END)"),
+            format!("(jsonb_typeof({node}) IS NOT NULL AND jsonb_typeof({node}) <> 'null')"),
+        )
+    };
+    match op {
+        RunFilterOp::IsEmpty => format!("NOT {present}"),
+        RunFilterOp::NotEmpty => present,
+        RunFilterOp::Contains | RunFilterOp::NotContains => {
+            let needle = match value {
+                RunFilterValue::Text(t) => t.to_ascii_lowercase(),
+                RunFilterValue::Int(v) => v.to_string(),
+                RunFilterValue::Float(v) => v.to_string(),
+                _ => String::new(),
+            };
+            let like = format!("{} LIKE {} ESCAPE '\\'", lowered(&text, sqlite), args.push(contains_pattern(&needle)));
+            if op == RunFilterOp::Contains { like } else { format!("({text} IS NULL OR NOT ({like}))") }
+        }
+        _ => {
+            let cmp = comparison(op).unwrap_or("=");
+            let (col, v) = match value {
+                RunFilterValue::Int(n) => (number, args.push(*n as f64)),
+                RunFilterValue::Float(n) => (number, args.push(*n)),
+                RunFilterValue::Text(t) => (text, args.push(t.as_str())),
+                _ => return "FALSE".into(),
+            };
+            format!("{col} {cmp} {v}")
+        }
     }
 }
 
@@ -207,6 +253,19 @@ mod tests {
         assert_eq!(sql, "(t.id > $1 OR LOWER(e.name) LIKE $2 ESCAPE '\\')");
         assert!(!sql.contains("DROP"), "the value is bound, never inlined");
         assert_eq!(args.values().len(), 2);
+    }
+
+    #[test]
+    fn hyperparameter_paths_are_bound() {
+        let mut args = Args::default();
+        let expr =
+            RunFilterExpr::Hyperparameter { path: vec!["opt".into(), "lr".into()], op: RunFilterOp::Lt, value: RunFilterValue::Float(0.5) };
+        let sql = filter_sql(&expr, true, &mut args);
+        assert!(sql.starts_with("(CASE WHEN json_type(t.hparams, $1)"), "{sql}");
+        assert!(matches!(&args.values()[0], crate::sql::args::Arg::Text(Some(p)) if p == "$.\"opt\".\"lr\""));
+        let mut args = Args::default();
+        filter_sql(&expr, false, &mut args);
+        assert!(matches!(&args.values()[0], crate::sql::args::Arg::Text(Some(p)) if p == "{\"opt\",\"lr\"}"));
     }
 
     #[test]

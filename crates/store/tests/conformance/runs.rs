@@ -101,6 +101,20 @@ pub async fn filter_sort_and_page(store: &dyn Store) {
     };
     assert_eq!(ids(store, &states).await, vec![a.id, c.id]);
 
+    let hp = |path: &[&str], op, value| RunQuery {
+        filter: Some(RunFilterExpr::Hyperparameter { path: path.iter().map(|k| (*k).to_owned()).collect(), op, value }),
+        ..Default::default()
+    };
+    assert_eq!(ids(store, &hp(&["lr"], RunFilterOp::Lt, RunFilterValue::Float(0.015))).await, vec![a.id, c.id]);
+    assert_eq!(ids(store, &hp(&["layers"], RunFilterOp::Eq, RunFilterValue::Int(2))).await, vec![b.id]);
+    assert_eq!(
+        ids(store, &hp(&["layers"], RunFilterOp::Eq, RunFilterValue::Text("2".into()))).await,
+        Vec::<i32>::new(),
+        "a number is not text"
+    );
+    assert_eq!(ids(store, &hp(&["nope"], RunFilterOp::NotEmpty, RunFilterValue::None)).await, Vec::<i32>::new());
+    assert_eq!(ids(store, &hp(&["nope"], RunFilterOp::IsEmpty, RunFilterValue::None)).await, vec![a.id, b.id, c.id]);
+
     let sorted = RunQuery {
         sort: vec![RunSortKey { column: RunColumn::ExperimentName, descending: true }],
         offset: 1,
