@@ -3,7 +3,6 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::pagination::Pagination;
@@ -125,7 +124,7 @@ pub struct MoveExperimentRequest {
 }
 
 /// `POST /api/v1/projects/{projectId}/experiments/move` (upstream's bulk move). `filters`
-/// selects experiments instead of ids; it is not supported and is refused with a 400 naming it.
+/// selects the project's experiments instead of `experimentIds`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MoveExperimentsRequest {
@@ -136,8 +135,7 @@ pub struct MoveExperimentsRequest {
     #[serde(default, alias = "project_id")]
     pub project_id: Option<i32>,
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub filters: Option<Value>,
+    pub filters: Option<crate::experiment_bulk::BulkExperimentFilters>,
 }
 
 /// `v1ExperimentActionResult`: `error` is empty on success.
@@ -150,4 +148,19 @@ pub struct MoveResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct MoveExperimentsResponse {
     pub results: Vec<MoveResult>,
+}
+
+/// `PUT /api/v1/projects/{projectId}/notes` (`v1PutProjectNotesRequest`): the whole list.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PutProjectNotesRequest {
+    pub notes: Vec<Note>,
+    #[serde(default)]
+    pub project_id: Option<i32>,
+}
+
+/// `v1PutProjectNotesResponse`: the notes as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PutProjectNotesResponse {
+    pub notes: Vec<Note>,
 }

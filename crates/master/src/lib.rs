@@ -148,6 +148,7 @@ impl Master {
             )
             .run(services::idle_tasks::CHECK_INTERVAL),
         );
+        state.workspaces.resume_deletions().await;
         // Webhook events queued before this start (a restart) are due at once.
         let webhook_delivery = match state.webhooks.sender().await {
             Ok(sender) => Some(tokio::spawn(

@@ -20,6 +20,7 @@ mod model_experiments;
 mod model_logs;
 mod model_metrics;
 mod model_registry;
+mod model_runs;
 mod model_tasks;
 mod model_trials;
 mod model_webhooks;
@@ -52,6 +53,7 @@ pub use model_registry::{
     ModelFilter, ModelPatch, ModelRecord, ModelSort, ModelVersionFilter, ModelVersionPatch, ModelVersionRecord, ModelVersionSort, NewModel,
     NewModelVersion,
 };
+pub use model_runs::{RunColumn, RunDeletion, RunFilterExpr, RunFilterOp, RunFilterValue, RunPage, RunQuery, RunRecord, RunSortKey};
 pub use model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
@@ -64,7 +66,8 @@ pub use model_webhooks::{
 pub use model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
 pub use model_workspaces::{
     Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSort, ProjectSummary,
-    WORKSPACE_STATE_DELETE_FAILED, WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord, WorkspaceSort,
+    WORKSPACE_STATE_DELETE_FAILED, WORKSPACE_STATE_DELETING, WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord,
+    WorkspaceSort,
 };
 pub use sql::UnmanagedStart;
 pub use sql::{PostgresOptions, SqlStore};
@@ -129,6 +132,10 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     async fn set_workspace_pinned(&self, id: i32, user_id: i32, pinned: Option<DateTime<Utc>>) -> StoreResult<()>;
     /// Deletes it with everything in it, or records why not (see [`Deletion`]).
     async fn delete_workspace(&self, id: i32) -> StoreResult<Deletion>;
+    /// Starts a background deletion: refused (recorded as [`delete_workspace`](Store::delete_workspace)
+    /// records it) while an experiment is unfinished or a task open, else the workspace is marked
+    /// `WORKSPACE_STATE_DELETING`. Returns the refusal, or `None` once marked.
+    async fn begin_workspace_deletion(&self, id: i32) -> StoreResult<Option<String>>;
     /// `Conflict` for a name taken in the workspace or a taken key.
     async fn create_project(&self, project: NewProject) -> StoreResult<ProjectRecord>;
     async fn project_summary(&self, id: i32) -> StoreResult<ProjectSummary>;
@@ -139,6 +146,9 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     async fn delete_project(&self, id: i32) -> StoreResult<Deletion>;
     /// `NotFound` names the experiment or the destination project.
     async fn move_experiment(&self, experiment_id: i32, project_id: i32) -> StoreResult<()>;
+    /// Replaces the project's notes (`[{"name", "contents"}]`); the built-in project too, as
+    /// upstream. `NotFound` for an unknown project.
+    async fn set_project_notes(&self, id: i32, notes: &Value) -> StoreResult<()>;
 
     // ---- experiments ----
     // State changes write `end_time` as given: a terminal state sets it, any other clears it.
@@ -174,6 +184,16 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage>;
     /// The experiment's trial ids, ascending (an experiment's describe: no trial row read whole).
     async fn experiment_trial_ids(&self, experiment_id: i32) -> StoreResult<Vec<i32>>;
+
+    // ---- runs (the runs API's view of trials) ----
+
+    /// A page of runs with their experiment's, project's and workspace's fields, and the total.
+    async fn search_runs(&self, query: &RunQuery) -> StoreResult<RunPage>;
+    /// Sets a run's own `archived` flag; returns the ids changed, ascending.
+    async fn set_runs_archived(&self, ids: &[i32], archived: bool) -> StoreResult<Vec<i32>>;
+    /// Deletes runs (metrics, checkpoint rows, tasks, logs) in one transaction, keeping those
+    /// holding a registered checkpoint.
+    async fn delete_runs(&self, ids: &[i32]) -> StoreResult<RunDeletion>;
     async fn update_trial_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()>;
     /// Compare-and-set: moves to `to` only from one of `from`; returns whether it did.
     async fn update_trial_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool>;

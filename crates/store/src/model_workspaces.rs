@@ -10,6 +10,8 @@ use crate::model::{AgentUserGroup, OrderDirection};
 /// deletion leaves a row in a state other than the first.
 pub const WORKSPACE_STATE_UNSPECIFIED: &str = "WORKSPACE_STATE_UNSPECIFIED";
 pub const WORKSPACE_STATE_DELETE_FAILED: &str = "WORKSPACE_STATE_DELETE_FAILED";
+/// A workspace whose deletion runs in the background (`Store::begin_workspace_deletion`).
+pub const WORKSPACE_STATE_DELETING: &str = "WORKSPACE_STATE_DELETING";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkspaceRecord {

@@ -8,7 +8,7 @@ use resolute_api::error::ErrorBody;
 use resolute_api::pagination::Pagination;
 use resolute_api::projects::{
     GetWorkspaceProjectsQuery, GetWorkspaceProjectsResponse, MoveExperimentRequest, MoveExperimentsRequest, MoveExperimentsResponse, Note,
-    PatchProject, PostProjectRequest, Project, ProjectResponse,
+    PatchProject, PostProjectRequest, Project, ProjectResponse, PutProjectNotesRequest, PutProjectNotesResponse,
 };
 use resolute_api::workspaces::{DeleteResponse, EmptyWorkspaceResponse, WorkspaceState};
 use resolute_store::ProjectSummary;
@@ -152,4 +152,25 @@ pub async fn move_experiments(
 ) -> ApiResult<Json<MoveExperimentsResponse>> {
     req.project_id = Some(parse_id(&project_id, "projectId")?);
     Ok(Json(MoveExperimentsResponse { results: state.projects.move_experiments(&caller, req).await? }))
+}
+
+/// Replaces the project's notes (the SDK's `Project.add_note`/`remove_note` put the whole list).
+#[utoipa::path(put, path = "/api/v1/projects/{projectId}/notes", tag = "Projects", params(("projectId" = i32, Path)),
+    request_body = PutProjectNotesRequest,
+    responses((status = 200, body = PutProjectNotesResponse), (status = 400, description = "an archived project, or notes too large", body = ErrorBody),
+        (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn put_notes(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(project_id): Path<String>,
+    JsonBody(req): JsonBody<PutProjectNotesRequest>,
+) -> ApiResult<Json<PutProjectNotesResponse>> {
+    let id = parse_id(&project_id, "projectId")?;
+    if let Some(body_id) = req.project_id.filter(|b| *b != 0 && *b != id) {
+        return Err(ApiError::invalid(format!("projectId: the body names project {body_id}, the path {id}")));
+    }
+    let stored = state.projects.set_notes(&caller, id, req.notes).await?;
+    let notes = serde_json::from_value::<Vec<Note>>(stored.project.notes).unwrap_or_default();
+    Ok(Json(PutProjectNotesResponse { notes }))
 }

@@ -3,7 +3,7 @@
 //! permission and state rules, same messages).
 
 use resolute_api::experiment_bulk::{BulkExperimentFilters, ExperimentActionResult};
-use resolute_store::{ExperimentFilter, StoreError};
+use resolute_store::{ExperimentFilter, Store, StoreError};
 
 use super::experiments::ExperimentService;
 use crate::domain::experiment_state::{ExperimentAction, ExperimentState};
@@ -30,7 +30,7 @@ impl ExperimentService {
     ) -> ApiResult<Vec<ExperimentActionResult>> {
         let mut results = Vec::new();
         let selected: Vec<i32> = match filters {
-            Some(f) => self.filtered(project_id, f).await?,
+            Some(f) => select_by_filters(self.store.as_ref(), project_id, f).await?,
             None => {
                 let mut found = Vec::new();
                 for &id in ids {
@@ -62,38 +62,38 @@ impl ExperimentService {
         results.sort_by_key(|r| r.id);
         Ok(results)
     }
+}
 
-    /// The project's experiments the filter selects (at most a page's worth).
-    async fn filtered(&self, project_id: i32, f: &BulkExperimentFilters) -> ApiResult<Vec<i32>> {
-        let mut states = Vec::new();
-        for s in f.states.iter().flatten() {
-            match ExperimentState::parse(s) {
-                Some(state) => states.push(state.as_str().to_owned()),
-                None => return Err(ApiError::invalid(format!("filters.states: unknown experiment state {s:?}"))),
-            }
+/// The project's experiments `filters` select (at most a page's worth), as the bulk experiment
+/// actions and the bulk move read them.
+pub(super) async fn select_by_filters(store: &dyn Store, project_id: i32, f: &BulkExperimentFilters) -> ApiResult<Vec<i32>> {
+    let mut states = Vec::new();
+    for s in f.states.iter().flatten() {
+        match ExperimentState::parse(s) {
+            Some(state) => states.push(state.as_str().to_owned()),
+            None => return Err(ApiError::invalid(format!("filters.states: unknown experiment state {s:?}"))),
         }
-        let project = f.project_id.filter(|p| *p != 0).unwrap_or(project_id);
-        let filter = ExperimentFilter {
-            archived: f.archived,
-            owner_ids: f.user_ids.clone().unwrap_or_default(),
-            states,
-            name: f.name.clone().filter(|n| !n.is_empty()),
-            labels: f.labels.clone().unwrap_or_default(),
-            project_id: (project != 0).then_some(project),
-            limit: Some(MAX_PAGE_SIZE),
-            ..Default::default()
-        };
-        let excluded = f.excluded_experiment_ids.clone().unwrap_or_default();
-        let description = f.description.as_deref().filter(|d| !d.is_empty());
-        Ok(self
-            .store
-            .list_experiments(&filter)
-            .await?
-            .experiments
-            .into_iter()
-            .filter(|e| !excluded.contains(&e.id))
-            .filter(|e| description.is_none_or(|d| e.description.contains(d)))
-            .map(|e| e.id)
-            .collect())
     }
+    let project = f.project_id.filter(|p| *p != 0).unwrap_or(project_id);
+    let filter = ExperimentFilter {
+        archived: f.archived,
+        owner_ids: f.user_ids.clone().unwrap_or_default(),
+        states,
+        name: f.name.clone().filter(|n| !n.is_empty()),
+        labels: f.labels.clone().unwrap_or_default(),
+        project_id: (project != 0).then_some(project),
+        limit: Some(MAX_PAGE_SIZE),
+        ..Default::default()
+    };
+    let excluded = f.excluded_experiment_ids.clone().unwrap_or_default();
+    let description = f.description.as_deref().filter(|d| !d.is_empty());
+    Ok(store
+        .list_experiments(&filter)
+        .await?
+        .experiments
+        .into_iter()
+        .filter(|e| !excluded.contains(&e.id))
+        .filter(|e| description.is_none_or(|d| e.description.contains(d)))
+        .map(|e| e.id)
+        .collect())
 }

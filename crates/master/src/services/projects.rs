@@ -6,14 +6,15 @@
 use std::sync::Arc;
 
 use resolute_api::projects::{
-    GetWorkspaceProjectsQuery, MoveExperimentsRequest, MoveResult, PatchProject, PostProjectRequest, ProjectSortBy,
+    GetWorkspaceProjectsQuery, MoveExperimentsRequest, MoveResult, Note, PatchProject, PostProjectRequest, ProjectSortBy,
 };
 use resolute_store::{
     Deletion, NewProject, OrderDirection, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSort, ProjectSummary, Store, StoreError,
 };
 
 use super::Principal;
-use super::input_limits::{DESCRIPTION_BYTES, check_text};
+use super::experiment_bulk::select_by_filters;
+use super::input_limits::{DESCRIPTION_BYTES, NOTES_BYTES, check_text};
 use super::paging::{MAX_PAGE_SIZE, page_limit};
 use super::workspaces::{WorkspaceService, validate_name};
 use crate::error::{ApiError, ApiResult};
@@ -119,6 +120,9 @@ impl ProjectService {
         if workspace.archived {
             return Err(ApiError::invalid(format!("workspace {:?} is archived: projects cannot be added to it", workspace.name)));
         }
+        if workspace.state == resolute_store::WORKSPACE_STATE_DELETING {
+            return Err(ApiError::invalid(format!("workspace {:?} is being deleted: projects cannot be added to it", workspace.name)));
+        }
         validate_name("project", &req.name)?;
         let description = req.description.unwrap_or_default();
         check_text("description", &description, DESCRIPTION_BYTES)?;
@@ -217,19 +221,52 @@ impl ProjectService {
         Ok(())
     }
 
-    /// The bulk move: one result per id, `error` empty on success.
-    pub async fn move_experiments(&self, caller: &Principal, req: MoveExperimentsRequest) -> ApiResult<Vec<MoveResult>> {
-        if req.filters.as_ref().is_some_and(|f| !f.is_null()) {
-            return Err(ApiError::invalid("filters: moving experiments by filter is not supported; list experimentIds instead"));
-        }
-        if req.experiment_ids.len() > MAX_PAGE_SIZE as usize {
+    /// Replaces a project's notes: any user may, as upstream's OSS master allows; not in an
+    /// archived project. Returns the project as stored.
+    pub async fn set_notes(&self, _caller: &Principal, id: i32, notes: Vec<Note>) -> ApiResult<ProjectSummary> {
+        let p = self.get(id).await?;
+        if p.project.archived {
             return Err(ApiError::invalid(format!(
-                "experimentIds: at most {MAX_PAGE_SIZE} experiments per move, found {}",
-                req.experiment_ids.len()
+                "project {:?} is archived: its notes cannot change (unarchive it first)",
+                p.project.name
             )));
         }
-        let mut results = Vec::with_capacity(req.experiment_ids.len());
-        for id in req.experiment_ids {
+        let mut total = 0;
+        for (i, n) in notes.iter().enumerate() {
+            check_text(&format!("notes[{i}].name"), &n.name, DESCRIPTION_BYTES)?;
+            total += n.name.len() + n.contents.len();
+        }
+        if total > NOTES_BYTES {
+            return Err(ApiError::invalid(format!("notes: {total} bytes in all, more than the limit of {NOTES_BYTES}")));
+        }
+        let value = serde_json::to_value(&notes).map_err(|_| ApiError::internal())?;
+        self.store.set_project_notes(id, &value).await.map_err(project_not_found(id))?;
+        self.get(id).await
+    }
+
+    /// The bulk move: one result per experiment named by id or selected by `filters` in the
+    /// source project, `error` empty on success.
+    pub async fn move_experiments(&self, caller: &Principal, req: MoveExperimentsRequest) -> ApiResult<Vec<MoveResult>> {
+        let ids = match &req.filters {
+            Some(filters) => {
+                let source = req.project_id.unwrap_or_default();
+                if source != 0 {
+                    self.get(source).await?;
+                }
+                select_by_filters(self.store.as_ref(), source, filters).await?
+            }
+            None => {
+                if req.experiment_ids.len() > MAX_PAGE_SIZE as usize {
+                    return Err(ApiError::invalid(format!(
+                        "experimentIds: at most {MAX_PAGE_SIZE} experiments per move, found {}",
+                        req.experiment_ids.len()
+                    )));
+                }
+                req.experiment_ids.clone()
+            }
+        };
+        let mut results = Vec::with_capacity(ids.len());
+        for id in ids {
             if let Some(source) = req.project_id.filter(|p| *p != 0) {
                 match self.store.experiment_by_id(id).await {
                     Ok(e) if e.project_id != source => {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use resolute_api::users::AgentUserGroup as WireAgentUserGroup;
 use resolute_api::workspaces::{GetWorkspacesQuery, PatchWorkspace, PostWorkspaceRequest, WorkspaceSortBy};
 use resolute_store::{
-    AgentUserGroup, Deletion, NewWorkspace, OrderDirection, Store, StoreError, WorkspaceFilter, WorkspacePatch, WorkspaceRecord,
-    WorkspaceSort, db_now,
+    AgentUserGroup, Deletion, NewWorkspace, OrderDirection, ProjectFilter, Store, StoreError, WorkspaceFilter, WorkspacePatch,
+    WorkspaceRecord, WorkspaceSort, db_now,
 };
 use serde_json::Value;
 
@@ -198,18 +198,80 @@ impl WorkspaceService {
         self.store.set_workspace_pinned(id, caller.user.id, at).await.map_err(not_found(id))
     }
 
-    /// `true` when deleted; `false` when refused, the reason left on the workspace.
+    /// `true` when deleted at once (a workspace without projects); `false` when refused (the
+    /// reason left on the workspace, DELETE_FAILED) or when the deletion goes on in the
+    /// background, as upstream's: the workspace shows DELETING, its projects go one by one (what
+    /// `det workspace delete` polls), then it is gone. A deletion a master stop cut short goes
+    /// on when the master starts (`resume_deletions`).
     pub async fn delete(&self, caller: &Principal, id: i32) -> ApiResult<bool> {
         let w = self.changeable(caller, id, "deleted").await?;
-        match self.store.delete_workspace(id).await.map_err(not_found(id))? {
-            Deletion::Deleted => {
-                tracing::info!(workspace = id, name = %w.name, by = %caller.user.username, "deleted workspace");
-                Ok(true)
+        if let Some(reason) = self.store.begin_workspace_deletion(id).await.map_err(not_found(id))? {
+            tracing::warn!(workspace = id, name = %w.name, "workspace deletion refused: {reason}");
+            return Ok(false);
+        }
+        tracing::info!(workspace = id, name = %w.name, by = %caller.user.username, projects = w.num_projects, "deleting workspace");
+        if w.num_projects == 0 {
+            return Ok(finish_deletion(self.store.as_ref(), id, &w.name).await);
+        }
+        let (store, name) = (self.store.clone(), w.name.clone());
+        tokio::spawn(async move {
+            finish_deletion(store.as_ref(), id, &name).await;
+        });
+        Ok(false)
+    }
+
+    /// Finishes, in the background, the deletions of workspaces a master stop left DELETING.
+    pub async fn resume_deletions(&self) {
+        let workspaces = match self.store.list_workspaces().await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::error!("listing workspaces to resume their deletions: {e}");
+                return;
             }
-            Deletion::Refused { reason } => {
-                tracing::warn!(workspace = id, name = %w.name, "workspace deletion refused: {reason}");
-                Ok(false)
+        };
+        for w in workspaces.into_iter().filter(|w| w.state == resolute_store::WORKSPACE_STATE_DELETING) {
+            tracing::info!(workspace = w.id, name = %w.name, "resuming the deletion of workspace");
+            let store = self.store.clone();
+            tokio::spawn(async move {
+                finish_deletion(store.as_ref(), w.id, &w.name).await;
+            });
+        }
+    }
+}
+
+/// Deletes a DELETING workspace's projects one by one, then the workspace (templates, ended
+/// tasks); each step re-checks that nothing in it runs, and a refusal is recorded on the
+/// workspace as DELETE_FAILED. Whether the workspace is gone.
+async fn finish_deletion(store: &dyn Store, id: i32, name: &str) -> bool {
+    let filter = ProjectFilter { workspace_id: id, ..Default::default() };
+    match store.project_page(&filter).await {
+        Ok((projects, _)) => {
+            for p in projects {
+                match store.delete_project(p.project.id).await {
+                    Ok(Deletion::Deleted) => {}
+                    // The workspace's own deletion below refuses for the same reason and records it.
+                    Ok(Deletion::Refused { .. }) => break,
+                    Err(e) => {
+                        tracing::error!(workspace = id, project = p.project.id, "deleting a project of a deleting workspace: {e}");
+                        break;
+                    }
+                }
             }
+        }
+        Err(e) => tracing::error!(workspace = id, "listing the projects of a deleting workspace: {e}"),
+    }
+    match store.delete_workspace(id).await {
+        Ok(Deletion::Deleted) => {
+            tracing::info!(workspace = id, name, "deleted workspace");
+            true
+        }
+        Ok(Deletion::Refused { reason }) => {
+            tracing::warn!(workspace = id, name, "workspace deletion failed: {reason}");
+            false
+        }
+        Err(e) => {
+            tracing::error!(workspace = id, name, "deleting workspace: {e}; it stays DELETING until deleted again");
+            false
         }
     }
 }

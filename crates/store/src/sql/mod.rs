@@ -17,7 +17,10 @@ mod metric_batch;
 mod metrics;
 mod model_versions;
 mod models;
+mod project_notes;
 mod projects;
+mod run_filter;
+mod runs;
 mod sessions;
 mod sqlite_checkpoint;
 mod sqlite_metrics;
@@ -36,6 +39,7 @@ mod users;
 mod webhook_events;
 mod webhooks;
 mod workloads;
+mod workspace_deletion;
 mod workspace_writes;
 mod workspaces;
 

@@ -20,6 +20,7 @@ use crate::model_metrics::{BestValidation, CurrentMetricReport, MetricAdmission,
 use crate::model_registry::{
     ModelFilter, ModelPatch, ModelRecord, ModelVersionFilter, ModelVersionPatch, ModelVersionRecord, NewModel, NewModelVersion,
 };
+use crate::model_runs::{RunDeletion, RunPage, RunQuery};
 use crate::model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
@@ -129,6 +130,10 @@ impl Store for SqlStore {
         self.delete_workspace_impl(id).await
     }
 
+    async fn begin_workspace_deletion(&self, id: i32) -> StoreResult<Option<String>> {
+        self.begin_workspace_deletion_impl(id).await
+    }
+
     async fn create_project(&self, project: NewProject) -> StoreResult<ProjectRecord> {
         self.create_project_impl(project).await
     }
@@ -155,6 +160,10 @@ impl Store for SqlStore {
 
     async fn move_experiment(&self, experiment_id: i32, project_id: i32) -> StoreResult<()> {
         self.move_experiment_impl(experiment_id, project_id).await
+    }
+
+    async fn set_project_notes(&self, id: i32, notes: &Value) -> StoreResult<()> {
+        self.set_project_notes_impl(id, notes).await
     }
 
     async fn create_experiment(&self, experiment: NewExperiment) -> StoreResult<ExperimentRecord> {
@@ -227,6 +236,18 @@ impl Store for SqlStore {
 
     async fn experiment_trial_ids(&self, experiment_id: i32) -> StoreResult<Vec<i32>> {
         self.experiment_trial_ids_impl(experiment_id).await
+    }
+
+    async fn search_runs(&self, query: &RunQuery) -> StoreResult<RunPage> {
+        self.search_runs_impl(query).await
+    }
+
+    async fn set_runs_archived(&self, ids: &[i32], archived: bool) -> StoreResult<Vec<i32>> {
+        self.set_runs_archived_impl(ids, archived).await
+    }
+
+    async fn delete_runs(&self, ids: &[i32]) -> StoreResult<RunDeletion> {
+        self.delete_runs_impl(ids).await
     }
 
     async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage> {

@@ -49,7 +49,7 @@ impl SqlStore {
         self.workspace_by_id_impl(id, w.user_id).await
     }
 
-    async fn refuse_immutable(&self, id: i32) -> StoreResult<()> {
+    pub(super) async fn refuse_immutable(&self, id: i32) -> StoreResult<()> {
         let immutable: Option<bool> = on_pool!(self, pool => {
             sqlx::query_scalar("SELECT immutable FROM workspaces WHERE id = $1").bind(id).fetch_optional(pool).await?
         });

@@ -18,6 +18,7 @@ mod models;
 mod odd_input;
 #[path = "../support/pg_databases.rs"]
 mod pg_databases;
+mod runs;
 mod sessions;
 mod tasks;
 mod templates;
@@ -28,6 +29,7 @@ mod unmanaged;
 mod users;
 mod webhooks;
 mod workloads;
+mod workspace_deletion;
 mod workspaces;
 
 use resolute_store::Store;
@@ -110,6 +112,10 @@ harness::conformance!(templates::the_default_workspace_is_listed);
 harness::conformance!(templates::list_filters_and_pages);
 harness::conformance!(templates::delete_removes);
 harness::conformance!(templates::nul_names_are_refused_alike);
+harness::conformance!(runs::filter_sort_and_page);
+harness::conformance!(workspace_deletion::begins_only_when_nothing_runs);
+harness::conformance!(runs::archive_and_delete);
+harness::conformance!(runs::project_notes_replace_the_list);
 harness::conformance!(workspaces::create_patch_and_conflicts);
 harness::conformance!(workspaces::list_filters_pins_and_pages);
 harness::conformance!(workspaces::projects_keys_counts_and_patches);
