@@ -4,6 +4,7 @@ mod agent_logs;
 mod agents;
 mod auth;
 mod checkpoint_download;
+mod checkpoint_edits;
 mod commands;
 mod csrf;
 mod experiment_bulk;
@@ -135,6 +136,8 @@ fn routes() -> Router<AppState> {
             post(runtime_checkpoints::report).patch(runtime_checkpoints::patch).delete(checkpoint_download::delete),
         )
         .route("/api/v1/checkpoints/{uuid}", get(runtime_checkpoints::get))
+        .route("/api/v1/checkpoints/rm", post(checkpoint_edits::remove_files))
+        .route("/api/v1/checkpoints/{uuid}/metadata", post(checkpoint_edits::metadata))
         .route("/api/v1/allocations/{id}/signals/preemption", get(runtime_allocations::preemption))
         .route("/api/v1/allocations/{id}/signals/ack_preemption", post(runtime_allocations::ack_preemption))
         .route("/api/v1/allocations/{id}/signals/pending_preemption", post(runtime_allocations::pending_preemption))

@@ -148,6 +148,8 @@ use utoipa::{Modify, OpenApi};
         super::generic_tasks::unpause,
         super::checkpoint_download::download,
         super::checkpoint_download::delete,
+        super::checkpoint_edits::metadata,
+        super::checkpoint_edits::remove_files,
         super::experiment_items::trial_checkpoints,
         super::trial_metrics::trial_metrics,
         super::trial_metrics::training_metrics,

@@ -4,6 +4,7 @@
 //! `RESOLUTE_REQUIRE_POSTGRES=1`, which CI sets so a missing server fails loudly.
 
 mod bench;
+mod checkpoint_edits;
 mod checkpoints;
 mod commands;
 mod experiment_continue;
@@ -65,6 +66,8 @@ harness::conformance!(experiments::archive_labels_patch_and_progress);
 harness::conformance!(experiments::delete_cascades);
 harness::conformance!(trials::create_and_fetch_trial);
 harness::conformance!(trial_warm_start::warm_start_is_recorded_on_the_trial);
+harness::conformance!(checkpoint_edits::checkpoint_metadata_is_replaced);
+harness::conformance!(checkpoint_edits::experiment_config_is_replaced);
 harness::conformance!(experiment_continue::continue_reopens_trials_and_zeroes_restarts);
 harness::conformance!(trials::restart_counters);
 harness::conformance!(trials::state_and_runner_updates);
