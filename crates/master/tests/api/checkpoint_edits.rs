@@ -218,7 +218,7 @@ pub async fn checkpoints_sort_by_any_validation_metric(m: &TestMaster) {
     // A trial's checkpoints, the same way.
     let trial_list = |query: &str| format!("/api/v1/trials/{}/checkpoints?{query}", t2.id);
     assert_eq!(uuids(&m.get(&trial_list("sortByMetric=f1&orderBy=ORDER_BY_DESC"), Some(&admin)).await), ["b-100", "b-300"]);
-    assert_eq!(m.get(&format!("/api/v1/trials/999999/checkpoints?sortByMetric=f1"), Some(&admin)).await.status, 404);
+    assert_eq!(m.get("/api/v1/trials/999999/checkpoints?sortByMetric=f1", Some(&admin)).await.status, 404);
 }
 
 pub async fn gc_policy_change_collects_at_once(m: &TestMaster) {
