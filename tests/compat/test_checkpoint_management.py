@@ -207,8 +207,14 @@ def test_cli_set_gc_policy_collects_at_once(master: Master, agent: object, det: 
     d = sdk(master)
     uuids = {step: c.uuid for step, c in by_step(d.get_experiment(exp_id)).items()}
     assert sorted(uuids) == [10, 20, 30]
-    out = det.ok("experiment", "set", "gc-policy", str(exp_id), "--save-experiment-best", "0", "--save-trial-best", "1",
-                 "--save-trial-latest", "0", "--yes")
+    policy = ["--save-experiment-best", "0", "--save-trial-best", "1", "--save-trial-latest", "0"]
+    # Without --yes the CLI previews what would go (GET /experiments/{id}/preview_gc) and asks.
+    preview = det.ok("experiment", "set", "gc-policy", str(exp_id), *policy, input="n\n")
+    assert "This policy will delete 2 checkpoints with validations and 0 checkpoints without validations." in preview, preview
+    assert uuids[10] in preview and uuids[30] in preview and uuids[20] not in preview, preview
+    assert "Aborting operations." in preview
+    assert all(d.get_checkpoint(u).state == client.CheckpointState.COMPLETED for u in uuids.values())
+    out = det.ok("experiment", "set", "gc-policy", str(exp_id), *policy, "--yes")
     assert f"Set GC policy of experiment {exp_id}" in out
 
     def settled() -> Dict[int, str]:

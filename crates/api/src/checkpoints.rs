@@ -174,3 +174,27 @@ pub struct CheckpointsRemoveFilesRequest {
 /// `POST /api/v1/checkpoints/rm` answers `{}` once the files are removed and the rows updated.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
 pub struct CheckpointsRemoveFilesResponse {}
+
+/// Query of `GET /experiments/{id}/preview_gc` (outside `/api/v1`, as the 0.38 CLI's
+/// `det experiment set gc-policy` asks it): the policy to preview; absent counts keep the
+/// experiment's.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PreviewGcQuery {
+    #[serde(default)]
+    pub save_experiment_best: Option<i32>,
+    #[serde(default)]
+    pub save_trial_best: Option<i32>,
+    #[serde(default)]
+    pub save_trial_latest: Option<i32>,
+}
+
+/// The checkpoints that policy would delete, in the legacy shape the CLI tabulates (`TrialID`,
+/// `StepsCompleted`, `State`, `ValidationMetrics`, `UUID`, `Resources`, `ReportTime`, and `step`
+/// with its `validation` when one was reported at the checkpoint's step), and the searcher metric.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct PreviewGcResponse {
+    #[schema(value_type = Vec<Object>)]
+    pub checkpoints: Vec<Value>,
+    pub metric_name: String,
+}

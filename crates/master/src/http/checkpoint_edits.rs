@@ -1,15 +1,18 @@
 //! `POST /api/v1/checkpoints/{uuid}/metadata` and `POST /api/v1/checkpoints/rm`: a user's
-//! changes to existing checkpoints (`services::checkpoint_edits`).
+//! changes to existing checkpoints; `GET /experiments/{id}/preview_gc`: what a GC policy change
+//! would delete (`services::checkpoint_edits`).
 
 use axum::Json;
 use axum::extract::{Path, State};
 use resolute_api::checkpoints::{
     CheckpointsRemoveFilesRequest, CheckpointsRemoveFilesResponse, PostCheckpointMetadataRequest, PostCheckpointMetadataResponse,
+    PreviewGcQuery, PreviewGcResponse,
 };
 use resolute_api::error::ErrorBody;
 
 use super::experiment_wire;
-use super::extract::JsonBody;
+use super::experiments::parse_id;
+use super::extract::{JsonBody, QueryParams};
 use crate::error::ApiResult;
 use crate::services::{Principal, RuntimeCaller, checkpoint_edits};
 use crate::state::AppState;
@@ -42,4 +45,22 @@ pub async fn remove_files(
 ) -> ApiResult<Json<CheckpointsRemoveFilesResponse>> {
     checkpoint_edits::remove_files(state.store.as_ref(), &caller, &req.checkpoint_uuids, &req.checkpoint_globs).await?;
     Ok(Json(CheckpointsRemoveFilesResponse {}))
+}
+
+#[utoipa::path(get, path = "/experiments/{experimentId}/preview_gc", tag = "Experiments", params(("experimentId" = i32, Path), PreviewGcQuery),
+    responses((status = 200, body = PreviewGcResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn preview_gc(
+    State(state): State<AppState>,
+    _caller: Principal,
+    Path(id): Path<String>,
+    QueryParams(q): QueryParams<PreviewGcQuery>,
+) -> ApiResult<Json<PreviewGcResponse>> {
+    let change = checkpoint_edits::GcPolicyChange {
+        save_experiment_best: q.save_experiment_best,
+        save_trial_best: q.save_trial_best,
+        save_trial_latest: q.save_trial_latest,
+    };
+    let (checkpoints, metric_name) = checkpoint_edits::preview_gc(state.store.as_ref(), parse_id(&id, "experimentId")?, change).await?;
+    Ok(Json(PreviewGcResponse { checkpoints, metric_name }))
 }

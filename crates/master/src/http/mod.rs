@@ -204,6 +204,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/tasks/{id}/logs", get(logs::task_logs))
         .route("/api/v1/tasks/{id}/logs/fields", get(logs::task_logs_fields))
         .route("/checkpoints/{uuid}", get(checkpoint_download::download))
+        .route("/experiments/{id}/preview_gc", get(checkpoint_edits::preview_gc))
         .route("/proxy/{service}", any(proxy::redirect_to_slash))
         .route("/proxy/{service}/", any(proxy::proxy).layer(Extension(proxy_client.clone())))
         .route("/proxy/{service}/{*rest}", any(proxy::proxy).layer(Extension(proxy_client)))

@@ -150,6 +150,7 @@ use utoipa::{Modify, OpenApi};
         super::checkpoint_download::delete,
         super::checkpoint_edits::metadata,
         super::checkpoint_edits::remove_files,
+        super::checkpoint_edits::preview_gc,
         super::experiment_items::trial_checkpoints,
         super::trial_metrics::trial_metrics,
         super::trial_metrics::training_metrics,

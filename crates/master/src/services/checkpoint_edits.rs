@@ -12,10 +12,10 @@ use std::sync::Arc;
 use resolute_api::error::ErrorCode;
 use resolute_storage::{FileGlobs, StorageError};
 use resolute_store::{CheckpointRecord, ExperimentRecord, Store, TrialFilter};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::Principal;
-use super::checkpoint_gc::CheckpointGc;
+use super::checkpoint_gc::{CheckpointGc, gc_policy};
 use super::checkpoint_storage::{experiment_store, storage_api_error};
 use crate::domain::{CheckpointState, TrialState};
 use crate::error::{ApiError, ApiResult};
@@ -153,10 +153,9 @@ fn remaining_matches(reported: &BTreeMap<String, i64>, remaining: &BTreeMap<Stri
     reported.iter().filter(|(path, _)| !path.ends_with('/')).eq(remaining.iter())
 }
 
-/// Applies a GC policy change to the experiment's stored config (400 naming a negative count),
-/// then collects what the new policy no longer keeps, off the request. Checkpoints that
-/// unfinished trials start from are spared, as the cluster's own collections spare them.
-pub async fn change_gc_policy(store: &Arc<dyn Store>, caller: &Principal, experiment_id: i32, change: GcPolicyChange) -> ApiResult<()> {
+/// The experiment's config with the change applied: 400 naming a negative count, 400 when it has
+/// no `checkpoint_storage`.
+fn config_with_policy(mut config: Value, experiment_id: i32, change: GcPolicyChange) -> ApiResult<Value> {
     for (field, value) in [
         ("checkpointStorage.saveExperimentBest", change.save_experiment_best),
         ("checkpointStorage.saveTrialBest", change.save_trial_best),
@@ -166,14 +165,6 @@ pub async fn change_gc_policy(store: &Arc<dyn Store>, caller: &Principal, experi
             return Err(ApiError::invalid(format!("{field} must be 0 or more, got {n}")));
         }
     }
-    let experiment = store.experiment_by_id(experiment_id).await?;
-    if !caller.user.admin && experiment.owner_id != caller.user.id {
-        return Err(ApiError::forbidden(format!(
-            "only the owner ({}) or an admin can change the checkpoint policy of experiment {experiment_id}",
-            experiment.owner_username
-        )));
-    }
-    let mut config = experiment.config;
     let Some(storage) = config.get_mut("checkpoint_storage").and_then(Value::as_object_mut) else {
         return Err(ApiError::new(
             ErrorCode::FailedPrecondition,
@@ -189,6 +180,52 @@ pub async fn change_gc_policy(store: &Arc<dyn Store>, caller: &Principal, experi
             storage.insert(key.to_owned(), n.into());
         }
     }
+    Ok(config)
+}
+
+/// What a policy change would delete now (`det experiment set gc-policy` without `--yes`): the
+/// completed checkpoints the changed policy does not keep, each with the validation reported at
+/// its step, and the searcher metric's name. Nothing is changed.
+pub async fn preview_gc(store: &dyn Store, experiment_id: i32, change: GcPolicyChange) -> ApiResult<(Vec<Value>, String)> {
+    let experiment = store.experiment_by_id(experiment_id).await?;
+    let config = config_with_policy(experiment.config, experiment_id, change)?;
+    let doomed = store.checkpoints_to_gc(experiment_id, &gc_policy(&config)).await?;
+    let mut rows = Vec::with_capacity(doomed.len());
+    for uuid in doomed {
+        let c = store.checkpoint_by_uuid(&uuid).await?;
+        let validation = match c.trial_id {
+            Some(trial_id) => super::reports_at_step(store, trial_id, c.steps_completed).await?.1.map(|v| Value::Object(v.avg_metrics)),
+            None => None,
+        };
+        let mut row = json!({
+            "UUID": c.uuid,
+            "TrialID": c.trial_id,
+            "StepsCompleted": c.steps_completed,
+            "State": c.state.trim_start_matches("STATE_"),
+            "ReportTime": c.report_time,
+            "Resources": c.resources,
+            "ValidationMetrics": validation.clone().unwrap_or_else(|| json!({})),
+        });
+        if let Some(metrics) = validation {
+            row["step"] = json!({"validation": {"metrics": {"validation_metrics": metrics}}});
+        }
+        rows.push(row);
+    }
+    Ok((rows, super::experiments::searcher_metric(&config).0.unwrap_or_default().to_owned()))
+}
+
+/// Applies a GC policy change to the experiment's stored config (400 naming a negative count),
+/// then collects what the new policy no longer keeps, off the request. Checkpoints that
+/// unfinished trials start from are spared, as the cluster's own collections spare them.
+pub async fn change_gc_policy(store: &Arc<dyn Store>, caller: &Principal, experiment_id: i32, change: GcPolicyChange) -> ApiResult<()> {
+    let experiment = store.experiment_by_id(experiment_id).await?;
+    if !caller.user.admin && experiment.owner_id != caller.user.id {
+        return Err(ApiError::forbidden(format!(
+            "only the owner ({}) or an admin can change the checkpoint policy of experiment {experiment_id}",
+            experiment.owner_username
+        )));
+    }
+    let config = config_with_policy(experiment.config, experiment_id, change)?;
     // The storage must be one the master can collect from before the policy is stored.
     if let Err(e) = experiment_store(&config)
         && !matches!(e, StorageError::Unsupported(_))

@@ -246,6 +246,30 @@ pub async fn gc_policy_change_collects_at_once(m: &TestMaster) {
     assert_eq!(r.status, 403, "{}", r.text);
     assert_eq!(m.patch("/api/v1/experiments/999999", Some(&admin), json!({"checkpointStorage": {"saveTrialBest": 0}})).await.status, 404);
 
+    // `det experiment set gc-policy` without --yes previews first: nothing changes.
+    validation(m, &trial, 200, json!({"accuracy": 0.5})).await;
+    let preview =
+        m.get(&format!("/experiments/{exp}/preview_gc?save_experiment_best=0&save_trial_best=1&save_trial_latest=1"), Some(&admin)).await;
+    assert_eq!(preview.status, 200, "{}", preview.text);
+    assert_eq!(preview.body["metric_name"], "accuracy");
+    let rows = preview.body["checkpoints"].as_array().unwrap();
+    let mut previewed: Vec<&str> = rows.iter().map(|c| c["UUID"].as_str().unwrap()).collect();
+    previewed.sort();
+    assert_eq!(previewed, ["p-200", "p-300"]);
+    let p200 = rows.iter().find(|c| c["UUID"] == "p-200").unwrap();
+    assert_eq!(
+        (p200["TrialID"].as_i64(), p200["StepsCompleted"].as_i64(), p200["State"].as_str()),
+        (Some(i64::from(trial.id)), Some(200), Some("COMPLETED"))
+    );
+    assert_eq!(p200["step"]["validation"]["metrics"]["validation_metrics"]["accuracy"], 0.5, "{p200}");
+    assert_eq!(p200["ValidationMetrics"]["accuracy"], 0.5);
+    assert!(rows.iter().find(|c| c["UUID"] == "p-300").unwrap().get("step").is_none(), "no validation at its step");
+    let bad = m.get(&format!("/experiments/{exp}/preview_gc?save_trial_best=-1"), Some(&admin)).await;
+    assert_error(&bad, 400, "InvalidArgument");
+    assert!(bad.text.contains("saveTrialBest"), "{}", bad.text);
+    assert_eq!(m.get("/experiments/999999/preview_gc?save_trial_best=1", Some(&admin)).await.status, 404);
+    assert_eq!(states_of(m, &["p-100", "p-200", "p-300", "p-400"]).await, ["STATE_COMPLETED"; 4], "a preview deletes nothing");
+
     // As `det experiment set gc-policy --yes` sends it: keep the best and the latest only.
     let body = json!({"id": exp, "checkpointStorage": {"saveExperimentBest": 0, "saveTrialBest": 1, "saveTrialLatest": 1}});
     let r = m.patch(&path, Some(&admin), body).await;
