@@ -90,7 +90,8 @@ pub struct Checkpoint {
 pub struct GetExperimentCheckpointsQuery {
     #[serde(default, alias = "sort_by_attr")]
     pub sort_by_attr: Option<CheckpointSortBy>,
-    /// Sort by this validation metric; only the experiment's searcher metric is supported yet.
+    /// Sort by this validation metric (of the validation at each checkpoint's step); unspecified
+    /// order: ascending, except for the searcher metric (best first). Checkpoints without it come last.
     #[serde(default, alias = "sort_by_metric")]
     pub sort_by_metric: Option<String>,
     /// Unspecified with a searcher-metric sort: best first (by `smaller_is_better`).
@@ -122,3 +123,78 @@ pub struct DeleteCheckpointsRequest {
 /// `DELETE /api/v1/checkpoints` answers `{}` once the files are gone and the rows say DELETED.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
 pub struct DeleteCheckpointsResponse {}
+
+/// The checkpoint of a `POST /api/v1/checkpoints/{checkpointUuid}/metadata`: the SDK sends a
+/// whole `v1Checkpoint` with empty `resources` and `training`; only `uuid` and `metadata` count.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointMetadataUpdate {
+    /// When given, the checkpoint of the path.
+    #[serde(default)]
+    pub uuid: Option<String>,
+    /// The new metadata, replacing the old (a JSON object).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub resources: Option<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub training: Option<Value>,
+    #[serde(default)]
+    pub state: Option<CheckpointState>,
+}
+
+/// `POST /api/v1/checkpoints/{checkpointUuid}/metadata` (the SDK's `add_metadata`/`remove_metadata`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct PostCheckpointMetadataRequest {
+    #[serde(default)]
+    pub checkpoint: Option<CheckpointMetadataUpdate>,
+}
+
+/// The checkpoint after the change.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct PostCheckpointMetadataResponse {
+    pub checkpoint: Checkpoint,
+}
+
+/// `POST /api/v1/checkpoints/rm` (the SDK's `Checkpoint.remove_files(globs)`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointsRemoveFilesRequest {
+    /// Patterns relative to each checkpoint (`*`, `?`, `[…]` within a path segment, `**` across
+    /// them); a pattern naming a directory removes all below it. Empty: only refresh resources.
+    #[serde(default, alias = "checkpoint_globs")]
+    pub checkpoint_globs: Vec<String>,
+    #[serde(default, alias = "checkpoint_uuids")]
+    pub checkpoint_uuids: Vec<String>,
+}
+
+/// `POST /api/v1/checkpoints/rm` answers `{}` once the files are removed and the rows updated.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct CheckpointsRemoveFilesResponse {}
+
+/// Query of `GET /experiments/{id}/preview_gc` (outside `/api/v1`, as the 0.38 CLI's
+/// `det experiment set gc-policy` asks it): the policy to preview; absent counts keep the
+/// experiment's.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PreviewGcQuery {
+    #[serde(default)]
+    pub save_experiment_best: Option<i32>,
+    #[serde(default)]
+    pub save_trial_best: Option<i32>,
+    #[serde(default)]
+    pub save_trial_latest: Option<i32>,
+}
+
+/// The checkpoints that policy would delete, in the legacy shape the CLI tabulates (`TrialID`,
+/// `StepsCompleted`, `State`, `ValidationMetrics`, `UUID`, `Resources`, `ReportTime`, and `step`
+/// with its `validation` when one was reported at the checkpoint's step), and the searcher metric.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct PreviewGcResponse {
+    #[schema(value_type = Vec<Object>)]
+    pub checkpoints: Vec<Value>,
+    pub metric_name: String,
+}

@@ -159,4 +159,8 @@ impl CheckpointStore for CloudStore {
     fn describe(&self, uuid: &str) -> Result<String, StorageError> {
         Ok(format!("{}/{}", self.url, self.checkpoint_path(uuid)?))
     }
+
+    fn lists_directory_markers(&self) -> bool {
+        true
+    }
 }

@@ -224,6 +224,17 @@ impl StorageConfig {
             .join(trial_id.to_string()))
     }
 
+    /// Where a trial's harness uploads its TensorBoard event files in a bucket (s3, gcs, azure):
+    /// the key prefix `[<prefix>/]<cluster_id>/tensorboard/experiment/<exp>/trial/<trial>`, as
+    /// the harness's `S3TensorboardManager` joins its prefix and `get_sync_path`. `None` for
+    /// directories ([`StorageConfig::tensorboard_dir`] names those).
+    pub fn tensorboard_key_prefix(&self, cluster_id: &str, experiment_id: i32, trial_id: i32) -> Result<Option<String>, StorageError> {
+        validate_uuid(cluster_id)?;
+        let StorageConfig::Cloud(cloud) = self else { return Ok(None) };
+        let sync_path = format!("{cluster_id}/tensorboard/experiment/{experiment_id}/trial/{trial_id}");
+        Ok(Some(if cloud.prefix.is_empty() { sync_path } else { format!("{}/{sync_path}", cloud.prefix) }))
+    }
+
     /// The store that deletes and finds this storage's checkpoint files.
     pub fn open(&self) -> Result<Box<dyn CheckpointStore>, StorageError> {
         match self {
@@ -348,6 +359,10 @@ mod tests {
         assert!(matches!(directory.tensorboard_dir("../x", 1, 2), Err(StorageError::BadUuid(_))));
         let s3 = StorageConfig::from_json(&json!({"type": "s3", "bucket": "b"})).unwrap();
         assert!(matches!(s3.tensorboard_dir("c", 1, 2), Err(StorageError::Unsupported(_))));
+        assert_eq!(s3.tensorboard_key_prefix("c", 1, 2).unwrap().as_deref(), Some("c/tensorboard/experiment/1/trial/2"));
+        let prefixed = StorageConfig::from_json(&json!({"type": "s3", "bucket": "b", "prefix": "/team/runs/"})).unwrap();
+        assert_eq!(prefixed.tensorboard_key_prefix("c", 1, 2).unwrap().as_deref(), Some("team/runs/c/tensorboard/experiment/1/trial/2"));
+        assert_eq!(directory.tensorboard_key_prefix("c", 1, 2).unwrap(), None);
     }
 
     #[test]

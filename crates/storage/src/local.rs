@@ -38,6 +38,13 @@ pub trait CheckpointStore: Send + Sync + std::fmt::Debug {
 
     /// Where the checkpoint's files are or would be, for messages.
     fn describe(&self, uuid: &str) -> Result<String, StorageError>;
+
+    /// Whether [`CheckpointStore::list_files`] may name empty entries that are directory markers
+    /// rather than files (object stores: the harness's `dir/` keys, which cannot be removed), so
+    /// that a checkpoint with only empty entries left counts as gone.
+    fn lists_directory_markers(&self) -> bool {
+        false
+    }
 }
 
 /// Where a checkpoint's files can be read from.
@@ -161,6 +168,16 @@ impl CheckpointStore for LocalDirectory {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => return Err(StorageError::Io { uuid: uuid.to_owned(), path: full, source }),
             }
+            // Directories left empty go too, up to the checkpoint's own, as removing a matched
+            // directory would; one that still holds something stays (removing it fails).
+            for parent in path.ancestors().skip(1).filter(|p| !p.as_os_str().is_empty()) {
+                if tokio::fs::remove_dir(dir.join(parent)).await.is_err() {
+                    break;
+                }
+            }
+        }
+        if !relative.is_empty() {
+            let _ = tokio::fs::remove_dir(&dir).await;
         }
         Ok(())
     }

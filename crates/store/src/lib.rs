@@ -309,6 +309,10 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     async fn checkpoints_missing_metric(&self, experiment_id: i32) -> StoreResult<Vec<(String, i32, i64)>>;
     /// Sets a checkpoint's searcher metric (what GC ranks by).
     async fn set_checkpoint_searcher_metric(&self, uuid: &str, value: f64) -> StoreResult<()>;
+    /// Replaces a checkpoint's user metadata (`sql/checkpoint_edits.rs`).
+    async fn set_checkpoint_metadata(&self, uuid: &str, metadata: &serde_json::Value) -> StoreResult<()>;
+    /// Replaces an experiment's stored (defaulted) config, as after a GC policy change.
+    async fn set_experiment_config(&self, id: i32, config: &serde_json::Value) -> StoreResult<()>;
 
     // ---- task logs ----
 

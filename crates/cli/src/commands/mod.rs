@@ -23,6 +23,7 @@ mod task_generic;
 pub mod template;
 pub mod tensorboard;
 pub mod trial;
+mod trial_download;
 pub mod tunnel;
 pub mod user;
 pub mod wire;

@@ -1,4 +1,4 @@
-//! `det trial ...`: describe (trial + workloads), logs, kill.
+//! `det trial ...`: describe (trial + workloads), logs, kill, download (`trial_download.rs`).
 
 use clap::Subcommand;
 use reqwest::Method;
@@ -56,6 +56,8 @@ pub enum TrialCommand {
         /// trial ID
         trial_id: i64,
     },
+    /// download checkpoint for trial
+    Download(super::trial_download::DownloadArgs),
 }
 
 pub fn run(g: &Globals, cmd: TrialCommand) -> Result<(), CliError> {
@@ -71,6 +73,7 @@ pub fn run(g: &Globals, cmd: TrialCommand) -> Result<(), CliError> {
             log_stream::print_ended("Trial", "trial", &trial_id.to_string());
             streamed
         }
+        TrialCommand::Download(args) => super::trial_download::run(g, args),
         TrialCommand::Kill { trial_id } => {
             connect(g)?.send::<(), Value>(Method::POST, &format!("api/v1/trials/{trial_id}/kill"), None)?;
             say!("Killed trial {trial_id}");

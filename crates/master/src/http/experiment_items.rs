@@ -62,7 +62,7 @@ pub async fn trial(State(state): State<AppState>, caller: RuntimeCaller, Path(id
 
 #[utoipa::path(get, path = "/api/v1/experiments/{id}/checkpoints", tag = "Experiments",
     params(("id" = i32, Path), GetExperimentCheckpointsQuery),
-    responses((status = 200, body = GetExperimentCheckpointsResponse), (status = 404, body = ErrorBody), (status = 501, description = "sorting by another metric", body = ErrorBody)),
+    responses((status = 200, body = GetExperimentCheckpointsResponse), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn checkpoints(
     State(state): State<AppState>,
@@ -79,7 +79,7 @@ pub async fn checkpoints(
 /// response shape as the experiment's.
 #[utoipa::path(get, path = "/api/v1/trials/{trialId}/checkpoints", tag = "Trials",
     params(("trialId" = i32, Path), GetExperimentCheckpointsQuery),
-    responses((status = 200, body = GetExperimentCheckpointsResponse), (status = 404, body = ErrorBody), (status = 501, description = "sorting by another metric", body = ErrorBody)),
+    responses((status = 200, body = GetExperimentCheckpointsResponse), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn trial_checkpoints(
     State(state): State<AppState>,

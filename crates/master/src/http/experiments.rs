@@ -17,6 +17,7 @@ use super::experiment_wire as wire;
 use super::extract::{JsonBody, QueryParams};
 use crate::domain::experiment_state::ExperimentAction;
 use crate::error::{ApiError, ApiResult};
+use crate::services::checkpoint_edits::{self, GcPolicyChange};
 use crate::services::{ExperimentChanges, ExperimentListQuery, NewExperimentRequest, Principal};
 use crate::state::AppState;
 
@@ -190,12 +191,18 @@ pub async fn patch(
     if req.resources.as_ref().is_some_and(|r| r.max_slots.is_some() || r.weight.is_some() || r.priority.is_some()) {
         config_changes.push("resources");
     }
-    let storage = req.checkpoint_storage.as_ref();
-    if storage.is_some_and(|s| s.save_experiment_best.is_some() || s.save_trial_best.is_some() || s.save_trial_latest.is_some()) {
-        config_changes.push("checkpointStorage");
+    let id = parse_id(&id, "experimentId")?;
+    let gc_policy = req.checkpoint_storage.as_ref().map_or_else(Default::default, |s| GcPolicyChange {
+        save_experiment_best: s.save_experiment_best,
+        save_trial_best: s.save_trial_best,
+        save_trial_latest: s.save_trial_latest,
+    });
+    if !gc_policy.is_empty() && config_changes.is_empty() {
+        // `det experiment set gc-policy`: stored, then collected at once.
+        checkpoint_edits::change_gc_policy(&state.store, &caller, id, gc_policy).await?;
     }
     let changes = ExperimentChanges { name: req.name, description: req.description, notes: req.notes, labels: req.labels, config_changes };
-    let view = state.experiments.patch(&caller, parse_id(&id, "experimentId")?, changes).await?;
+    let view = state.experiments.patch(&caller, id, changes).await?;
     Ok(Json(PatchExperimentResponse { experiment: wire::experiment(view) }))
 }
 

@@ -4,6 +4,7 @@ mod agent_logs;
 mod agents;
 mod auth;
 mod checkpoint_download;
+mod checkpoint_edits;
 mod commands;
 mod csrf;
 mod experiment_bulk;
@@ -149,6 +150,8 @@ fn routes() -> Router<AppState> {
             post(runtime_checkpoints::report).patch(runtime_checkpoints::patch).delete(checkpoint_download::delete),
         )
         .route("/api/v1/checkpoints/{uuid}", get(runtime_checkpoints::get))
+        .route("/api/v1/checkpoints/rm", post(checkpoint_edits::remove_files))
+        .route("/api/v1/checkpoints/{uuid}/metadata", post(checkpoint_edits::metadata))
         .route("/api/v1/allocations/{id}/signals/preemption", get(runtime_allocations::preemption))
         .route("/api/v1/allocations/{id}/signals/ack_preemption", post(runtime_allocations::ack_preemption))
         .route("/api/v1/allocations/{id}/signals/pending_preemption", post(runtime_allocations::pending_preemption))
@@ -216,6 +219,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/tasks/{id}/logs", get(logs::task_logs))
         .route("/api/v1/tasks/{id}/logs/fields", get(logs::task_logs_fields))
         .route("/checkpoints/{uuid}", get(checkpoint_download::download))
+        .route("/experiments/{id}/preview_gc", get(checkpoint_edits::preview_gc))
         .route("/proxy/{service}", any(proxy::redirect_to_slash))
         .route("/proxy/{service}/", any(proxy::proxy).layer(Extension(proxy_client.clone())))
         .route("/proxy/{service}/{*rest}", any(proxy::proxy).layer(Extension(proxy_client)))

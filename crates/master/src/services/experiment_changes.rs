@@ -36,7 +36,8 @@ pub struct ExperimentChanges {
     pub description: Option<String>,
     pub notes: Option<String>,
     pub labels: Option<Vec<String>>,
-    /// `resources` or `checkpointStorage` asked to change something (not supported yet).
+    /// `resources` asked to change something (not supported yet; a `checkpointStorage` policy
+    /// change goes through `checkpoint_edits::change_gc_policy`).
     pub config_changes: Vec<&'static str>,
 }
 

@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use resolute_store::{
-    CheckpointFilter, CheckpointRecord, CheckpointSort, MetricRecord, OrderDirection, TrialFilter, TrialRecord, TrialSort,
+    CheckpointFilter, CheckpointRecord, CheckpointSort, ExperimentRecord, MetricRecord, OrderDirection, TrialFilter, TrialRecord, TrialSort,
 };
 use serde_json::Value;
 
 use super::experiments::{ExperimentService, ListPage, searcher_metric};
 use super::paging::{MAX_PAGE_SIZE, MAX_UNPAGED_LIST, page_limit, page_window};
 use super::workloads::reports_at_step;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 
 /// `GET /api/v1/experiments/{id}/trials` after parsing.
 #[derive(Clone, Debug, Default)]
@@ -100,10 +100,8 @@ impl ExperimentService {
         let sort = match q.sort_by_metric.as_deref().filter(|m| !m.is_empty()) {
             Some(name) if Some(name) == metric => CheckpointSort::SearcherMetric,
             Some(name) => {
-                return Err(ApiError::unimplemented(format!(
-                    "sortByMetric: sorting by {name:?} is not supported yet; only the searcher metric ({}) is",
-                    metric.unwrap_or("none")
-                )));
+                let name = name.to_owned();
+                return self.checkpoints_by_metric(&experiment, &name, q).await;
             }
             None => q.sort.unwrap_or(CheckpointSort::TrialId),
         };
@@ -133,11 +131,17 @@ impl ExperimentService {
         filter.limit = Some(limit);
         let page = self.store.list_checkpoints(&filter).await?;
         let (start, end) = page_window(q.offset, limit, page.total);
+        let items = self.checkpoint_views(&experiment.config, page.checkpoints).await?;
+        Ok(ListPage { items, total: page.total, start, end })
+    }
+
+    /// The checkpoints with their trial's hyperparameters and the reports at their step.
+    async fn checkpoint_views(&self, config: &Value, records: Vec<CheckpointRecord>) -> ApiResult<Vec<CheckpointView>> {
         let mut trials: HashMap<i32, TrialRecord> = HashMap::new();
-        let mut items = Vec::with_capacity(page.checkpoints.len());
-        for record in page.checkpoints {
+        let mut items = Vec::with_capacity(records.len());
+        for record in records {
             let mut view = CheckpointView {
-                experiment_config: Some(experiment.config.clone()),
+                experiment_config: Some(config.clone()),
                 hparams: None,
                 training_metrics: None,
                 validation_metrics: None,
@@ -157,7 +161,47 @@ impl ExperimentService {
             }
             items.push(view);
         }
-        Ok(ListPage { items, total: page.total, start, end })
+        Ok(items)
+    }
+
+    /// `sortByMetric` naming a validation metric other than the searcher's: the checkpoints
+    /// ordered by that metric of the validation at their step (ascending unless `ORDER_BY_DESC`;
+    /// those without the metric last either way, then by uuid), as upstream orders by the
+    /// validation joined at the checkpoint's step. Every matching checkpoint's validation is read
+    /// to sort them, so this costs one lookup per checkpoint of the experiment (or trial).
+    async fn checkpoints_by_metric(
+        &self,
+        experiment: &ExperimentRecord,
+        name: &str,
+        q: CheckpointListQuery,
+    ) -> ApiResult<ListPage<CheckpointView>> {
+        let filter = CheckpointFilter {
+            experiment_id: Some(experiment.id),
+            trial_id: q.trial_id,
+            states: q.states,
+            sort: CheckpointSort::Uuid,
+            order: OrderDirection::Asc,
+            offset: 0,
+            limit: Some(MAX_UNPAGED_LIST),
+        };
+        let all = self.store.list_checkpoints(&filter).await?;
+        let mut views = self.checkpoint_views(&experiment.config, all.checkpoints).await?;
+        let value = |v: &CheckpointView| v.validation_metrics.as_ref().and_then(|m| m.avg_metrics.get(name)?.as_f64());
+        let descending = q.order == Some(OrderDirection::Desc);
+        views.sort_by(|a, b| match (value(a), value(b)) {
+            (Some(x), Some(y)) => {
+                let by_value = if descending { y.total_cmp(&x) } else { x.total_cmp(&y) };
+                by_value.then_with(|| a.record.uuid.cmp(&b.record.uuid))
+            }
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.record.uuid.cmp(&b.record.uuid),
+        });
+        let total = i64::try_from(views.len()).unwrap_or(i64::MAX);
+        let limit = page_limit(q.limit, MAX_PAGE_SIZE);
+        let (start, end) = page_window(q.offset, limit, total);
+        let items = views.into_iter().skip(usize::try_from(start).unwrap_or(0)).take(usize::try_from(end - start).unwrap_or(0)).collect();
+        Ok(ListPage { items, total, start, end })
     }
 
     /// The stored tar.gz.

@@ -1,6 +1,7 @@
 //! Business rules, independent of HTTP: handlers parse and render, services decide.
 
 mod auth;
+pub mod checkpoint_edits;
 pub mod checkpoint_gc;
 pub mod checkpoint_storage;
 mod commands;

@@ -35,9 +35,25 @@ pub struct TrialSource {
     /// Where the harness uploads its event files; `None` for storage the master cannot name a
     /// directory in (s3, gcs, azure).
     pub event_dir: Option<String>,
-    /// Only for trials whose event directory held no event files.
+    /// For storage in a bucket: where the harness uploaded the event files, which the launcher
+    /// syncs with the harness's own fetcher (as upstream's TensorBoard task does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket_events: Option<BucketEvents>,
+    /// Only for trials whose event directory held no event files (always for a bucket: the
+    /// launcher uses them when the bucket holds none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<MetricSeries>,
+}
+
+/// A trial's event files in a bucket.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BucketEvents {
+    /// The experiment's `checkpoint_storage`, credentials included, as upstream hands it to its
+    /// TensorBoard task.
+    pub storage: Value,
+    /// The key prefix below which the harness uploaded them.
+    pub key_prefix: String,
 }
 
 /// The trials of a launch request, as `extra` for the task.
@@ -90,12 +106,13 @@ pub async fn resolve(store: &dyn Store, experiment_ids: &[i32], trial_ids: &[i32
     for trial in &trials {
         let config = experiments.get(&trial.experiment_id).map(|e| &e.config).unwrap_or(&Value::Null);
         let event_dir = event_dir(config, &cluster_id, trial.experiment_id, trial.id);
+        let bucket_events = bucket_events(config, &cluster_id, trial.experiment_id, trial.id);
         let metrics = if has_event_files(event_dir.as_deref()) {
             None
         } else {
             Some(metric_series(&store.metrics_for_trial(trial.id, None, false).await?, MAX_POINTS_PER_METRIC))
         };
-        sources.push(TrialSource { experiment_id: trial.experiment_id, trial_id: trial.id, event_dir, metrics });
+        sources.push(TrialSource { experiment_id: trial.experiment_id, trial_id: trial.id, event_dir, bucket_events, metrics });
     }
     let experiment_ids: Vec<i32> = if experiment_ids.is_empty() { experiments.keys().copied().collect() } else { experiment_ids.to_vec() };
     let trial_ids: Vec<i32> = trials.iter().map(|t| t.id).collect();
@@ -108,6 +125,13 @@ async fn experiment(store: &dyn Store, id: i32) -> ApiResult<ExperimentRecord> {
         Err(StoreError::NotFound { .. }) => Err(ApiError::not_found(format!("experiment {id} not found"))),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Where a trial's event files are in its experiment's bucket, if its storage is one.
+pub fn bucket_events(experiment_config: &Value, cluster_id: &str, experiment_id: i32, trial_id: i32) -> Option<BucketEvents> {
+    let storage = StorageConfig::from_experiment_config(experiment_config).ok()?;
+    let key_prefix = storage.tensorboard_key_prefix(cluster_id, experiment_id, trial_id).ok()??;
+    Some(BucketEvents { storage: experiment_config.get("checkpoint_storage")?.clone(), key_prefix })
 }
 
 /// A trial's event-file directory in its experiment's checkpoint storage, if the storage is one
@@ -218,7 +242,12 @@ mod tests {
     fn event_dirs_follow_the_experiments_checkpoint_storage() {
         let shared = json!({"checkpoint_storage": {"type": "shared_fs", "host_path": "/h", "storage_path": "s"}});
         assert_eq!(event_dir(&shared, "cid", 3, 9).as_deref(), Some("/h/s/cid/tensorboard/experiment/3/trial/9"));
-        assert_eq!(event_dir(&json!({"checkpoint_storage": {"type": "s3", "bucket": "b"}}), "cid", 3, 9), None);
+        let s3 = json!({"checkpoint_storage": {"type": "s3", "bucket": "b", "prefix": "p", "access_key": "AK"}});
+        assert_eq!(event_dir(&s3, "cid", 3, 9), None);
+        let events = bucket_events(&s3, "cid", 3, 9).unwrap();
+        assert_eq!(events.key_prefix, "p/cid/tensorboard/experiment/3/trial/9");
+        assert_eq!(events.storage, s3["checkpoint_storage"]);
+        assert_eq!(bucket_events(&shared, "cid", 3, 9), None);
         assert_eq!(event_dir(&json!({}), "cid", 3, 9), None);
     }
 

@@ -3,6 +3,7 @@
 
 mod auth;
 mod bad_input;
+mod checkpoint_edits;
 mod checkpoint_files;
 mod cluster_loop;
 mod context;
@@ -146,6 +147,11 @@ harness::api_test!(checkpoint_files::gc_keeps_best_and_latest_and_is_idempotent)
 harness::api_test!(checkpoint_files::gc_runs_as_a_task_with_its_logs);
 harness::api_test!(checkpoint_files::gc_keeps_the_best_checkpoints_reported_beside_their_validation);
 harness::api_test!(s3_checkpoints::s3_checkpoints_download_gc_and_delete_through_the_master);
+harness::api_test!(checkpoint_edits::checkpoint_metadata_is_replaced_as_the_sdk_sends_it);
+harness::api_test!(checkpoint_edits::remove_files_by_glob_from_a_directory);
+harness::api_test!(checkpoint_edits::remove_files_by_glob_from_s3);
+harness::api_test!(checkpoint_edits::checkpoints_sort_by_any_validation_metric);
+harness::api_test!(checkpoint_edits::gc_policy_change_collects_at_once);
 harness::api_test!(searcher_state::searcher_state_shows_rungs_and_decisions);
 harness::api_test!(proxy::proxy_http_requests_pass_through_with_the_full_path);
 harness::api_test!(proxy::proxy_websockets_relay_frames_to_http_and_tcp_services);

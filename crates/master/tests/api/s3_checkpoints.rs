@@ -55,14 +55,14 @@ pub(crate) fn start_moto() -> Moto {
     moto
 }
 
-fn python(script: &str, args: &[&str]) -> String {
+pub(crate) fn python(script: &str, args: &[&str]) -> String {
     let out = Command::new(repo().join(".venv/bin/python")).arg("-c").arg(script).args(args).output().expect("run .venv/bin/python");
     assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Uploads a checkpoint as the harness does: metadata.json, model/w.bin, model/ marker.
-const UPLOAD: &str = r#"
+pub(crate) const UPLOAD: &str = r#"
 import os, sys, tempfile, boto3
 from determined.common.storage import S3StorageManager
 endpoint, bucket, prefix = sys.argv[1:4]
@@ -80,7 +80,7 @@ for uuid in sys.argv[4:]:
 "#;
 
 /// The bucket's keys holding data (directory markers left out).
-const KEYS: &str = r#"
+pub(crate) const KEYS: &str = r#"
 import sys, boto3
 endpoint, bucket = sys.argv[1:3]
 s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="AK", aws_secret_access_key="SK", region_name="us-east-1")

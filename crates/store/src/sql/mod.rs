@@ -5,6 +5,7 @@
 //! schema differs per dialect (`migrations/sqlite`, `migrations/postgres`).
 
 pub(crate) mod args;
+mod checkpoint_edits;
 mod checkpoint_metric;
 mod checkpoints;
 mod cluster;

@@ -298,6 +298,14 @@ impl Store for SqlStore {
         self.set_trial_warm_start_impl(id, checkpoint_uuid).await
     }
 
+    async fn set_checkpoint_metadata(&self, uuid: &str, metadata: &serde_json::Value) -> StoreResult<()> {
+        self.set_checkpoint_metadata_impl(uuid, metadata).await
+    }
+
+    async fn set_experiment_config(&self, id: i32, config: &serde_json::Value) -> StoreResult<()> {
+        self.set_experiment_config_impl(id, config).await
+    }
+
     async fn mark_trial_started(&self, id: i32, at: DateTime<Utc>) -> StoreResult<bool> {
         self.mark_trial_started_impl(id, at).await
     }

@@ -4,6 +4,7 @@
 //! `RESOLUTE_REQUIRE_POSTGRES=1`, which CI sets so a missing server fails loudly.
 
 mod bench;
+mod checkpoint_edits;
 mod checkpoints;
 mod commands;
 mod experiment_continue;
@@ -71,6 +72,8 @@ harness::conformance!(trial_warm_start::warm_start_is_recorded_on_the_trial);
 harness::conformance!(unmanaged::external_ids_find_earlier_runs);
 harness::conformance!(unmanaged::experiment_state_follows_its_trials);
 harness::conformance!(unmanaged::lost_trials_end_in_error);
+harness::conformance!(checkpoint_edits::checkpoint_metadata_is_replaced);
+harness::conformance!(checkpoint_edits::experiment_config_is_replaced);
 harness::conformance!(experiment_continue::continue_reopens_trials_and_zeroes_restarts);
 harness::conformance!(trials::restart_counters);
 harness::conformance!(trials::state_and_runner_updates);

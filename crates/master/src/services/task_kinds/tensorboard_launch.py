@@ -1,10 +1,12 @@
 """Resolute's TensorBoard launcher, sent by the master with every TensorBoard task.
 
 Reads the sources the master resolved (tensorboard_sources.json: each trial's event-file directory
-in checkpoint storage and, for trials whose directory held no event files when the master looked,
-their stored metrics), writes TF event files from those metrics with TensorBoard's own writer into
-./metrics/<trial> for every trial that still has no event files, then execs TensorBoard over both,
-serving under the task's proxy path on the port the agent chose.
+in checkpoint storage, or for storage in a bucket its storage config and key prefix, and, for
+trials whose directory held no event files when the master looked, their stored metrics), syncs
+bucket event files into ./bucket with the harness's own fetcher (as upstream's TensorBoard task
+does), writes TF event files from the stored metrics with TensorBoard's own writer into
+./metrics/<trial> for every trial that still has no event files, then execs TensorBoard over all
+of them, serving under the task's proxy path on the port the agent chose.
 """
 
 import json
@@ -45,13 +47,40 @@ def write_events(directory, metrics):
     writer.close()
 
 
+def sync_bucket(trial):
+    """Downloads the trial's event files from its bucket; returns the local directory holding
+    them, or None (and says why) when there are none or the bucket cannot be read."""
+    events = trial.get("bucketEvents")
+    if not events:
+        return None
+    storage, key_prefix = events["storage"], events["keyPrefix"].rstrip("/") + "/"
+    local = os.path.join(os.getcwd(), "bucket", str(trial["trialId"]))
+    try:
+        from determined.tensorboard import fetchers
+
+        fetcher = fetchers.build(storage, [key_prefix], local)
+        count = 0
+        for key in fetcher.list_all_generator():
+            fetcher._fetch(key, lambda: None)
+            count += 1
+    except Exception as e:  # the stored metrics still show
+        print("trial %d: cannot sync event files from %s storage (bucket %s, prefix %s): %s" % (
+            trial["trialId"], storage.get("type"), storage.get("bucket"), key_prefix, e), flush=True)
+        return None
+    print("trial %d: synced %d file(s) from %s bucket %s, prefix %s" % (
+        trial["trialId"], count, storage.get("type"), storage.get("bucket"), key_prefix), flush=True)
+    # The fetchers keep the bucket's layout: <local>/<bucket>/<key>.
+    directory = os.path.join(local, str(storage.get("bucket", "")), key_prefix)
+    return directory if has_event_files(directory) else None
+
+
 def main():
     with open(SOURCES) as f:
         sources = json.load(f)
     specs = []
     for trial in sources.get("trials", []):
         name = "experiment_%d_trial_%d" % (trial["experimentId"], trial["trialId"])
-        event_dir = trial.get("eventDir")
+        event_dir = trial.get("eventDir") or sync_bucket(trial)
         if has_event_files(event_dir):
             specs.append("%s:%s" % (name, event_dir))
         elif trial.get("metrics"):
