@@ -5,9 +5,11 @@
 //! schema differs per dialect (`migrations/sqlite`, `migrations/postgres`).
 
 pub(crate) mod args;
+mod allocation_usage;
 mod checkpoint_metric;
 mod checkpoints;
 mod cluster;
+mod cluster_messages;
 mod commands;
 mod experiment_continue;
 mod experiments;
