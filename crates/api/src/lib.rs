@@ -8,6 +8,7 @@
 
 pub mod agent_protocol;
 pub mod checkpoints;
+pub mod cluster_message;
 pub mod commands;
 pub mod error;
 pub mod experiment_bulk;

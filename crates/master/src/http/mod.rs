@@ -4,6 +4,7 @@ mod agent_logs;
 mod agents;
 mod auth;
 mod checkpoint_download;
+mod cluster_message;
 mod commands;
 mod csrf;
 mod experiment_bulk;
@@ -69,6 +70,10 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/master", get(info::get_master))
         .route("/api/v1/master/config", get(master_config::get_master_config))
         .route("/api/v1/master/logs", get(master_logs::master_logs))
+        .route(
+            "/api/v1/master/cluster_message",
+            get(cluster_message::get_cluster_message).put(cluster_message::set_cluster_message).delete(cluster_message::clear_cluster_message),
+        )
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/logout", post(auth::logout))
         .route("/api/v1/auth/user", get(auth::current_user))

@@ -3,6 +3,7 @@
 mod auth;
 pub mod checkpoint_gc;
 pub mod checkpoint_storage;
+pub mod cluster_messages;
 mod commands;
 mod config_warnings;
 pub mod downsample;
@@ -12,6 +13,7 @@ mod experiment_continue;
 mod experiment_items;
 mod experiments;
 mod fit_check;
+pub mod go_duration;
 mod generic_tasks;
 pub mod idle_tasks;
 pub mod input_limits;
