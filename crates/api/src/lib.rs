@@ -22,6 +22,7 @@ pub mod models;
 pub mod pagination;
 pub mod preview;
 pub mod projects;
+pub mod resources;
 pub mod runs;
 pub mod runtime;
 pub mod searcher_state;

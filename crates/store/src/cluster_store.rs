@@ -44,6 +44,23 @@ pub struct AllocationUsageRecord {
     pub end_time: Option<DateTime<Utc>>,
 }
 
+/// How many rows of one kind are in one state (a Prometheus gauge's sample).
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct StateCount {
+    /// The experiment/trial state, or the task type of open tasks.
+    pub state: String,
+    pub count: i64,
+}
+
+/// What the cluster-state metrics count, read in one call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StateCounts {
+    pub experiments: Vec<StateCount>,
+    pub trials: Vec<StateCount>,
+    /// Tasks not yet ended, by task type.
+    pub open_tasks: Vec<StateCount>,
+}
+
 /// The most rows one usage report returns.
 pub const ALLOCATION_USAGE_LIMIT: i64 = 100_000;
 
@@ -58,4 +75,6 @@ pub trait ClusterStore: Send + Sync + 'static {
     /// Every allocation that overlapped `[after, before)` — started before `before` and not ended
     /// by `after` — by start time, at most [`ALLOCATION_USAGE_LIMIT`].
     async fn allocation_usage(&self, after: DateTime<Utc>, before: DateTime<Utc>) -> StoreResult<Vec<AllocationUsageRecord>>;
+    /// Experiments and trials by state and open tasks by type (`sql/state_counts.rs`).
+    async fn state_counts(&self) -> StoreResult<StateCounts>;
 }

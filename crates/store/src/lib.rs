@@ -30,7 +30,9 @@ mod sql;
 mod summary;
 mod webhook_store;
 
-pub use cluster_store::{ALLOCATION_USAGE_LIMIT, AllocationUsageRecord, ClusterMessageRecord, ClusterStore, NewClusterMessage};
+pub use cluster_store::{
+    ALLOCATION_USAGE_LIMIT, AllocationUsageRecord, ClusterMessageRecord, ClusterStore, NewClusterMessage, StateCount, StateCounts,
+};
 pub use error::{StoreError, StoreResult};
 pub use idle_hook::set_thread_idle_hook;
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};

@@ -17,6 +17,7 @@ use utoipa::{Modify, OpenApi};
         super::cluster_message::get_cluster_message,
         super::cluster_message::set_cluster_message,
         super::cluster_message::clear_cluster_message,
+        super::allocation_csv::allocations_csv,
         super::preview::preview_hp_search,
         super::searcher_state::searcher_state,
         super::auth::login,
@@ -194,6 +195,8 @@ pub struct ApiDoc;
 #[cfg_attr(not(test), allow(dead_code))]
 pub const UNLISTED: &[(&str, &str)] = &[
     ("/agents", "the agents' websocket (api::agent_protocol), not a REST call"),
+    ("/debug/prom/metrics", "Prometheus text exposition for the scraper (observability.enable_prometheus; 404 when off)"),
+    ("/prom/det-state-metrics", "Prometheus text exposition for the scraper (observability.enable_prometheus; 404 when off)"),
     ("/proxy/{service}", "redirect to the task service's proxied root"),
     ("/proxy/{service}/", "a task service's own HTTP and websocket traffic, any method"),
     ("/proxy/{service}/{*rest}", "a task service's own HTTP and websocket traffic, any method"),

@@ -1,6 +1,7 @@
 //! Business rules, independent of HTTP: handlers parse and render, services decide.
 
 mod auth;
+pub mod allocation_usage;
 pub mod checkpoint_gc;
 pub mod checkpoint_storage;
 pub mod cluster_messages;

@@ -6,6 +6,7 @@ mod bad_input;
 mod checkpoint_files;
 mod cluster_loop;
 mod cluster_message;
+mod cluster_reports;
 mod context;
 mod experiment_actions;
 mod experiment_bulk;
@@ -121,6 +122,8 @@ harness::api_test!(trial_time_series::compare_trials_downsamples_out_of_order_re
 harness::api_test!(master_cluster::master_config_is_admin_only_and_redacted);
 harness::api_test!(cluster_message::cluster_message_set_get_clear_and_permissions);
 harness::api_test!(owned cluster_message::cluster_message_survives_a_restart);
+harness::api_test!(cluster_reports::allocations_csv_lists_the_window_s_allocations);
+harness::api_test!(owned cluster_reports::prometheus_is_off_by_default_and_counts_when_on);
 harness::api_test!(master_cluster::master_logs_tail_and_follow);
 harness::api_test!(metrics_ingest::remembered_token_stops_when_its_allocation_ends);
 harness::api_test!(runtime_trials::progress_early_exit_runner_state_and_kill);

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::{SqlStore, on_pool};
-use crate::cluster_store::{AllocationUsageRecord, ClusterMessageRecord, ClusterStore, NewClusterMessage};
+use crate::cluster_store::{AllocationUsageRecord, ClusterMessageRecord, ClusterStore, NewClusterMessage, StateCounts};
 use crate::error::{StoreError, StoreResult};
 
 const INSERT_MESSAGE: &str = "INSERT INTO cluster_messages (created_by, message, start_ms, end_ms, created_ms) \
@@ -62,5 +62,9 @@ impl ClusterStore for SqlStore {
 
     async fn allocation_usage(&self, after: DateTime<Utc>, before: DateTime<Utc>) -> StoreResult<Vec<AllocationUsageRecord>> {
         self.allocation_usage_impl(after, before).await
+    }
+
+    async fn state_counts(&self) -> StoreResult<StateCounts> {
+        self.state_counts_impl().await
     }
 }

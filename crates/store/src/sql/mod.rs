@@ -23,6 +23,7 @@ mod projects;
 mod sessions;
 mod sqlite_checkpoint;
 mod sqlite_metrics;
+mod state_counts;
 mod store_impl;
 mod summary_cache;
 mod task_logs;

@@ -1,7 +1,7 @@
 //! The cluster-wide rows: the admin's cluster message and the allocation usage report.
 
 use chrono::TimeDelta;
-use resolute_store::{AllocationPatch, NewAllocation, NewClusterMessage, NewTask, Store, StoreError};
+use resolute_store::{AllocationPatch, NewAllocation, NewClusterMessage, NewTask, StateCount, StateCounts, Store, StoreError};
 
 use crate::fixtures::{at, experiment, trial, user_id};
 
@@ -67,4 +67,23 @@ pub async fn allocation_usage_lists_overlapping_allocations_with_their_owner(sto
     assert_eq!(later.len(), 1, "an allocation that ended before the window is left out: {later:?}");
     let open = store.allocation_usage(at(2_000), at(3_000)).await.unwrap();
     assert_eq!(open.len(), 2, "open runs 2 and 3 overlap any later window: {open:?}");
+}
+
+pub async fn state_counts_group_experiments_trials_and_open_tasks(store: &dyn Store) {
+    assert_eq!(store.state_counts().await.unwrap(), StateCounts::default());
+    let a = experiment(store, "counted-a").await;
+    let b = experiment(store, "counted-b").await;
+    store.update_experiment_state(b.id, "STATE_COMPLETED", Some(at(9))).await.unwrap();
+    trial(store, a.id, 1).await;
+    trial(store, a.id, 2).await;
+    let owner = user_id(store, "owner").await;
+    let task = |id: &str, kind: &str| NewTask { task_id: id.into(), task_type: kind.into(), start_time: at(0), job_id: None, owner_id: Some(owner) };
+    store.create_task(task("cmd-open", "TASK_TYPE_COMMAND")).await.unwrap();
+    store.create_task(task("cmd-done", "TASK_TYPE_COMMAND")).await.unwrap();
+    store.end_task("cmd-done", at(5)).await.unwrap();
+    let counts = store.state_counts().await.unwrap();
+    let pairs = |v: &[StateCount]| v.iter().map(|c| (c.state.clone(), c.count)).collect::<Vec<_>>();
+    assert_eq!(pairs(&counts.experiments), [("STATE_ACTIVE".to_owned(), 1), ("STATE_COMPLETED".to_owned(), 1)]);
+    assert_eq!(pairs(&counts.trials), [("STATE_ACTIVE".to_owned(), 2)]);
+    assert_eq!(pairs(&counts.open_tasks), [("TASK_TYPE_COMMAND".to_owned(), 1)]);
 }
