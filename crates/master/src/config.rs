@@ -329,7 +329,6 @@ const UPSTREAM_ONLY_KEYS: &[&str] = &[
     "resource_pools",
     "additional_resource_managers",
     "telemetry",
-    "observability",
     "enable_cors",
     "root",
     "cache",
