@@ -112,7 +112,11 @@ pub static SETTINGS: &[Setting] = &[
         "key of webhook signatures (X-Determined-AI-Signature); generated and stored when unset",
     ),
     setting("webhooks.base_url", SettingKind::Text, "the web UI's address, for links in Slack webhook messages"),
-    setting("observability.enable_prometheus", SettingKind::Flag, "serve Prometheus metrics at /debug/prom/metrics and /prom/det-state-metrics"),
+    setting(
+        "observability.enable_prometheus",
+        SettingKind::Flag,
+        "serve Prometheus metrics at /debug/prom/metrics and /prom/det-state-metrics",
+    ),
     setting(
         "tensorboard_timeout",
         SettingKind::Count,

@@ -97,8 +97,16 @@ mod tests {
         p.observe_request("GET", "/api/v1/experiments/{id}", 200, 0.2);
         let text = p.render_process().unwrap();
         assert!(text.contains("# TYPE det_http_request_duration_seconds histogram"), "{text}");
-        assert!(text.contains(r#"det_http_request_duration_seconds_count{code="200",method="GET",route="/api/v1/experiments/{id}"} 2"#), "{text}");
-        assert!(text.contains(r#"det_http_request_duration_seconds_bucket{code="200",method="GET",route="/api/v1/experiments/{id}",le="0.005"} 1"#), "{text}");
+        assert!(
+            text.contains(r#"det_http_request_duration_seconds_count{code="200",method="GET",route="/api/v1/experiments/{id}"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"det_http_request_duration_seconds_bucket{code="200",method="GET",route="/api/v1/experiments/{id}",le="0.005"} 1"#
+            ),
+            "{text}"
+        );
 
         let counts = StateCounts {
             experiments: vec![StateCount { state: "STATE_COMPLETED".into(), count: 3 }],

@@ -1,8 +1,8 @@
 //! The HTTP surface: a thin layer that parses requests, calls services and renders results.
 
 mod agent_logs;
-mod allocation_csv;
 mod agents;
+mod allocation_csv;
 mod auth;
 mod checkpoint_download;
 mod cluster_message;
@@ -77,7 +77,9 @@ fn routes() -> Router<AppState> {
         .route("/prom/det-state-metrics", get(prometheus::state_metrics))
         .route(
             "/api/v1/master/cluster_message",
-            get(cluster_message::get_cluster_message).put(cluster_message::set_cluster_message).delete(cluster_message::clear_cluster_message),
+            get(cluster_message::get_cluster_message)
+                .put(cluster_message::set_cluster_message)
+                .delete(cluster_message::clear_cluster_message),
         )
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/logout", post(auth::logout))

@@ -57,9 +57,11 @@ pub fn render_csv(rows: &[AllocationUsageRecord], after: DateTime<Utc>, before: 
 }
 
 fn required_time(field: &str, value: &Option<String>) -> ApiResult<DateTime<Utc>> {
-    let text = value.as_deref().map(str::trim).filter(|s| !s.is_empty()).ok_or_else(|| {
-        ApiError::invalid(format!("{field}: required, an RFC 3339 time such as 2021-10-26T23:17:12Z"))
-    })?;
+    let text = value
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::invalid(format!("{field}: required, an RFC 3339 time such as 2021-10-26T23:17:12Z")))?;
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| ApiError::invalid(format!("{field}: {text:?} is not an RFC 3339 time such as 2021-10-26T23:17:12Z ({e})")))
@@ -94,10 +96,16 @@ mod tests {
 
     #[test]
     fn rows_count_slot_hours_inside_the_window_and_quote_text() {
-        let rows = [row("7.a.1", Some("ann"), "2030-01-01T00:00:00Z", Some("2030-01-01T03:00:00Z")), row("7.a.2", None, "2030-01-01T05:00:00Z", None)];
+        let rows = [
+            row("7.a.1", Some("ann"), "2030-01-01T00:00:00Z", Some("2030-01-01T03:00:00Z")),
+            row("7.a.2", None, "2030-01-01T05:00:00Z", None),
+        ];
         let csv = render_csv(&rows, t("2030-01-01T01:00:00Z"), t("2030-01-01T10:00:00Z"), t("2030-01-01T06:00:00Z")).unwrap();
         let lines: Vec<&str> = csv.lines().collect();
-        assert_eq!(lines[0], "allocation_id,task_type,username,workspace_name,experiment_id,slots,start_time,end_time,slot_hours,resource_pool");
+        assert_eq!(
+            lines[0],
+            "allocation_id,task_type,username,workspace_name,experiment_id,slots,start_time,end_time,slot_hours,resource_pool"
+        );
         // 2 slots × 2 h inside the window; the open one 2 slots × 1 h up to now.
         assert_eq!(lines[1], "7.a.1,TRIAL,ann,\"team, \"\"vision\"\"\",7,2,2030-01-01T00:00:00Z,2030-01-01T03:00:00Z,4.000000,default");
         assert_eq!(lines[2], "7.a.2,TRIAL,,\"team, \"\"vision\"\"\",7,2,2030-01-01T05:00:00Z,,2.000000,default");
@@ -105,7 +113,10 @@ mod tests {
 
     #[test]
     fn window_errors_name_the_parameter() {
-        let q = |a: Option<&str>, b: Option<&str>| AllocationCsvQuery { timestamp_after: a.map(Into::into), timestamp_before: b.map(Into::into) };
+        let q = |a: Option<&str>, b: Option<&str>| AllocationCsvQuery {
+            timestamp_after: a.map(Into::into),
+            timestamp_before: b.map(Into::into),
+        };
         assert!(window(&q(None, Some("2030-01-01T00:00:00Z"))).unwrap_err().message.starts_with("timestamp_after: required"));
         assert!(window(&q(Some("2030-01-01T00:00:00Z"), Some("soon"))).unwrap_err().message.starts_with("timestamp_before:"));
         assert!(window(&q(Some("2030-01-02T00:00:00Z"), Some("2030-01-01T00:00:00Z"))).unwrap_err().message.contains("later than"));

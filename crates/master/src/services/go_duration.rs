@@ -15,17 +15,8 @@ pub enum DurationError {
 }
 
 /// Nanoseconds in each unit; the longest names first so `ms` is not read as `m`.
-const UNITS: [(&str, f64); 9] = [
-    ("ns", 1.0),
-    ("us", 1e3),
-    ("µs", 1e3),
-    ("ms", 1e6),
-    ("s", 1e9),
-    ("m", 60e9),
-    ("h", 3_600e9),
-    ("d", 86_400e9),
-    ("w", 604_800e9),
-];
+const UNITS: [(&str, f64); 9] =
+    [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("h", 3_600e9), ("d", 86_400e9), ("w", 604_800e9)];
 
 /// Parses `text`; a leading `-` makes it negative (callers refuse that with their own message).
 pub fn parse_go_duration(text: &str) -> Result<TimeDelta, DurationError> {

@@ -1,7 +1,7 @@
 //! Business rules, independent of HTTP: handlers parse and render, services decide.
 
-mod auth;
 pub mod allocation_usage;
+mod auth;
 pub mod checkpoint_gc;
 pub mod checkpoint_storage;
 pub mod cluster_messages;
@@ -14,8 +14,8 @@ mod experiment_continue;
 mod experiment_items;
 mod experiments;
 mod fit_check;
-pub mod go_duration;
 mod generic_tasks;
+pub mod go_duration;
 pub mod idle_tasks;
 pub mod input_limits;
 mod login_throttle;

@@ -22,7 +22,8 @@ pub async fn allocations_csv_lists_the_window_s_allocations(m: &TestMaster) {
     agent.running(&start).await;
 
     let now = chrono::Utc::now();
-    let window = format!("timestamp_after={}&timestamp_before={}", iso(now - chrono::TimeDelta::hours(1)), iso(now + chrono::TimeDelta::hours(1)));
+    let window =
+        format!("timestamp_after={}&timestamp_before={}", iso(now - chrono::TimeDelta::hours(1)), iso(now + chrono::TimeDelta::hours(1)));
     let r = m.get(&format!("/resources/allocation/allocations-csv?{window}"), Some(&token)).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let mut lines = r.text.lines();
@@ -35,14 +36,16 @@ pub async fn allocations_csv_lists_the_window_s_allocations(m: &TestMaster) {
     assert_eq!((row[7], row[9]), ("", "default"), "still running: no end");
 
     // A window that ended before the run started lists nothing but the header.
-    let before = format!("timestamp_after={}&timestamp_before={}", iso(now - chrono::TimeDelta::days(2)), iso(now - chrono::TimeDelta::days(1)));
+    let before =
+        format!("timestamp_after={}&timestamp_before={}", iso(now - chrono::TimeDelta::days(2)), iso(now - chrono::TimeDelta::days(1)));
     let r = m.get(&format!("/resources/allocation/allocations-csv?{before}"), Some(&token)).await;
     assert_eq!(r.text.lines().count(), 1, "{}", r.text);
 
     let r = m.get("/resources/allocation/allocations-csv?timestamp_after=2030-01-01T00:00:00Z", Some(&token)).await;
     assert_error(&r, 400, "InvalidArgument");
     assert!(r.text.contains("timestamp_before"), "{}", r.text);
-    let r = m.get("/resources/allocation/allocations-csv?timestamp_after=yesterday&timestamp_before=2030-01-01T00:00:00Z", Some(&token)).await;
+    let r =
+        m.get("/resources/allocation/allocations-csv?timestamp_after=yesterday&timestamp_before=2030-01-01T00:00:00Z", Some(&token)).await;
     assert_error(&r, 400, "InvalidArgument");
     assert!(r.text.contains("timestamp_after"), "{}", r.text);
     assert_error(&m.get(&format!("/resources/allocation/allocations-csv?{window}"), None).await, 401, "Unauthenticated");
@@ -68,7 +71,9 @@ pub async fn prometheus_is_off_by_default_and_counts_when_on(m: TestMaster) {
         let r = m.get("/prom/det-state-metrics", None).await;
         assert_eq!(r.status, 200, "{}", r.text);
         let placed = ["STATE_STARTING", "STATE_RUNNING"].iter().any(|s| r.text.contains(&format!("det_experiments{{state=\"{s}\"}} 1")));
-        if placed && r.text.contains(r#"det_slots_in_use{device_type="cpu",resource_pool="default"} 1"#) || std::time::Instant::now() > deadline {
+        if placed && r.text.contains(r#"det_slots_in_use{device_type="cpu",resource_pool="default"} 1"#)
+            || std::time::Instant::now() > deadline
+        {
             break r.text;
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;

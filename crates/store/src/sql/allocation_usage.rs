@@ -22,7 +22,11 @@ const USAGE_SQL: &str = "SELECT a.allocation_id, a.task_id, t.task_type, u.usern
      ORDER BY a.start_time, a.allocation_id LIMIT $3";
 
 impl SqlStore {
-    pub(crate) async fn allocation_usage_impl(&self, after: DateTime<Utc>, before: DateTime<Utc>) -> StoreResult<Vec<AllocationUsageRecord>> {
+    pub(crate) async fn allocation_usage_impl(
+        &self,
+        after: DateTime<Utc>,
+        before: DateTime<Utc>,
+    ) -> StoreResult<Vec<AllocationUsageRecord>> {
         Ok(on_pool!(self, pool => {
             sqlx::query_as(USAGE_SQL).bind(after).bind(before).bind(ALLOCATION_USAGE_LIMIT).fetch_all(pool).await?
         }))

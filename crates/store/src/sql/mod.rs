@@ -4,8 +4,8 @@
 //! `ON CONFLICT`), and run against whichever pool the store holds via [`on_pool!`]. Only the
 //! schema differs per dialect (`migrations/sqlite`, `migrations/postgres`).
 
-pub(crate) mod args;
 mod allocation_usage;
+pub(crate) mod args;
 mod checkpoint_metric;
 mod checkpoints;
 mod cluster;

@@ -7,7 +7,8 @@ use crate::error::StoreResult;
 
 const EXPERIMENTS: &str = "SELECT state, COUNT(*) AS count FROM experiments GROUP BY state ORDER BY state";
 const TRIALS: &str = "SELECT state, COUNT(*) AS count FROM trials GROUP BY state ORDER BY state";
-const OPEN_TASKS: &str = "SELECT task_type AS state, COUNT(*) AS count FROM tasks WHERE end_time IS NULL GROUP BY task_type ORDER BY task_type";
+const OPEN_TASKS: &str =
+    "SELECT task_type AS state, COUNT(*) AS count FROM tasks WHERE end_time IS NULL GROUP BY task_type ORDER BY task_type";
 
 impl SqlStore {
     pub(crate) async fn state_counts_impl(&self) -> StoreResult<StateCounts> {

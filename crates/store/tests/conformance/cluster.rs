@@ -33,7 +33,13 @@ pub async fn allocation_usage_lists_overlapping_allocations_with_their_owner(sto
     let t = trial(store, e.id, 1).await;
     let owner = user_id(store, "owner").await;
     store
-        .create_task(NewTask { task_id: t.task_id.clone(), task_type: "TASK_TYPE_TRIAL".into(), start_time: at(0), job_id: None, owner_id: Some(owner) })
+        .create_task(NewTask {
+            task_id: t.task_id.clone(),
+            task_type: "TASK_TYPE_TRIAL".into(),
+            start_time: at(0),
+            job_id: None,
+            owner_id: Some(owner),
+        })
         .await
         .unwrap();
     let allocation = |n: i64, start: i64| NewAllocation {
@@ -77,7 +83,13 @@ pub async fn state_counts_group_experiments_trials_and_open_tasks(store: &dyn St
     trial(store, a.id, 1).await;
     trial(store, a.id, 2).await;
     let owner = user_id(store, "owner").await;
-    let task = |id: &str, kind: &str| NewTask { task_id: id.into(), task_type: kind.into(), start_time: at(0), job_id: None, owner_id: Some(owner) };
+    let task = |id: &str, kind: &str| NewTask {
+        task_id: id.into(),
+        task_type: kind.into(),
+        start_time: at(0),
+        job_id: None,
+        owner_id: Some(owner),
+    };
     store.create_task(task("cmd-open", "TASK_TYPE_COMMAND")).await.unwrap();
     store.create_task(task("cmd-done", "TASK_TYPE_COMMAND")).await.unwrap();
     store.end_task("cmd-done", at(5)).await.unwrap();
