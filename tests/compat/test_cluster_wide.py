@@ -127,6 +127,9 @@ def test_resources_allocations_csv(det: DetCli, finished_trial) -> None:
     assert row["task_type"] == "TRIAL" and row["username"] == "determined" and row["slots"] == "1", row
     assert row["end_time"] and float(row["slot_hours"]) > 0, row
     assert "timestamp_before" in det.fails("resources", "allocations", after, "not-a-time")
+    raw = json.loads(det.ok("resources", "raw", after, before, "--json"))
+    entries = [e for e in raw["resourceEntries"] if e["experimentId"] == exp_id]
+    assert len(entries) == 1 and entries[0]["kind"] == "TRIAL" and entries[0]["seconds"] > 0, raw
 
 
 def test_prometheus_off_by_default(master: Master) -> None:

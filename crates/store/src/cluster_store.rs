@@ -35,6 +35,7 @@ pub struct AllocationUsageRecord {
     pub task_type: String,
     /// The task's owner (the experiment's for a trial); `None` when the user was deleted.
     pub username: Option<String>,
+    pub user_id: Option<i32>,
     /// The workspace of the trial's experiment or of the command; `None` for other tasks.
     pub workspace_name: Option<String>,
     pub experiment_id: Option<i32>,

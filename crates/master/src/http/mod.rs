@@ -73,6 +73,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/master/config", get(master_config::get_master_config))
         .route("/api/v1/master/logs", get(master_logs::master_logs))
         .route("/resources/allocation/allocations-csv", get(allocation_csv::allocations_csv))
+        .route("/api/v1/resources/allocation/raw", get(allocation_csv::allocations_raw))
         .route("/debug/prom/metrics", get(prometheus::process_metrics))
         .route("/prom/det-state-metrics", get(prometheus::state_metrics))
         .route(

@@ -18,6 +18,7 @@ use utoipa::{Modify, OpenApi};
         super::cluster_message::set_cluster_message,
         super::cluster_message::clear_cluster_message,
         super::allocation_csv::allocations_csv,
+        super::allocation_csv::allocations_raw,
         super::preview::preview_hp_search,
         super::searcher_state::searcher_state,
         super::auth::login,

@@ -3,7 +3,7 @@
 //! the window only.
 
 use chrono::{DateTime, Utc};
-use resolute_api::resources::{ALLOCATION_CSV_COLUMNS, AllocationCsvQuery};
+use resolute_api::resources::{ALLOCATION_CSV_COLUMNS, AllocationCsvQuery, ResourceAllocationRawEntry};
 use resolute_store::{AllocationUsageRecord, Store};
 
 use crate::error::{ApiError, ApiResult};
@@ -28,6 +28,38 @@ pub async fn allocations_csv(store: &dyn Store, q: &AllocationCsvQuery) -> ApiRe
     })
 }
 
+/// The raw entries (`GET /api/v1/resources/allocation/raw`) for the query's window.
+pub async fn raw_entries(store: &dyn Store, q: &AllocationCsvQuery) -> ApiResult<Vec<ResourceAllocationRawEntry>> {
+    let (after, before) = window(q)?;
+    let now = Utc::now();
+    let rows = store.allocation_usage(after, before).await?;
+    Ok(rows
+        .iter()
+        .map(|r| ResourceAllocationRawEntry {
+            kind: task_kind(&r.task_type).to_owned(),
+            start_time: r.start_time,
+            end_time: r.end_time,
+            experiment_id: r.experiment_id.unwrap_or(0),
+            username: r.username.clone().unwrap_or_default(),
+            user_id: r.user_id,
+            labels: Vec::new(),
+            seconds: counted_seconds(r, after, before, now),
+            slots: r.slots,
+        })
+        .collect())
+}
+
+/// Seconds of `r` inside `[after, min(before, now))`.
+fn counted_seconds(r: &AllocationUsageRecord, after: DateTime<Utc>, before: DateTime<Utc>, now: DateTime<Utc>) -> f64 {
+    let from = r.start_time.max(after);
+    let to = r.end_time.unwrap_or(now).min(before).min(now.max(from));
+    (to - from).num_milliseconds().max(0) as f64 / 1000.0
+}
+
+fn task_kind(task_type: &str) -> &str {
+    task_type.strip_prefix("TASK_TYPE_").unwrap_or(task_type)
+}
+
 /// Renders the rows: times RFC 3339 (an open allocation's end empty), task types without their
 /// `TASK_TYPE_` prefix (`TRIAL`, `NOTEBOOK`), `experiment_id` 0 for tasks of no experiment,
 /// slot-hours within `[after, min(before, now))`.
@@ -35,13 +67,11 @@ pub fn render_csv(rows: &[AllocationUsageRecord], after: DateTime<Utc>, before: 
     let mut out = csv::Writer::from_writer(Vec::new());
     out.write_record(ALLOCATION_CSV_COLUMNS)?;
     for r in rows {
-        let counted_from = r.start_time.max(after);
-        let counted_to = r.end_time.unwrap_or(now).min(before).min(now.max(counted_from));
-        let seconds = (counted_to - counted_from).num_milliseconds().max(0) as f64 / 1000.0;
+        let seconds = counted_seconds(r, after, before, now);
         let slot_hours = f64::from(r.slots) * seconds / 3600.0;
         out.write_record([
             r.allocation_id.clone(),
-            r.task_type.strip_prefix("TASK_TYPE_").unwrap_or(&r.task_type).to_owned(),
+            task_kind(&r.task_type).to_owned(),
             r.username.clone().unwrap_or_default(),
             r.workspace_name.clone().unwrap_or_default(),
             r.experiment_id.unwrap_or(0).to_string(),
@@ -85,6 +115,7 @@ mod tests {
             task_id: id.into(),
             task_type: "TASK_TYPE_TRIAL".into(),
             username: user.map(Into::into),
+            user_id: None,
             workspace_name: Some("team, \"vision\"".into()),
             experiment_id: Some(7),
             slots: 2,

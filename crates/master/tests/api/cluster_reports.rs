@@ -35,6 +35,18 @@ pub async fn allocations_csv_lists_the_window_s_allocations(m: &TestMaster) {
     assert_eq!(&row[1..6], ["TRIAL", "determined", "Uncategorized", &exp.to_string(), "1"], "{}", r.text);
     assert_eq!((row[7], row[9]), ("", "default"), "still running: no end");
 
+    // The same allocation as JSON (`det resources raw --json`; grpc-gateway's camelCase names too).
+    let r = m.get(&format!("/api/v1/resources/allocation/raw?{window}"), Some(&token)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let entries = r.body["resourceEntries"].as_array().unwrap();
+    let entry = entries.iter().find(|e| e["experimentId"] == exp).unwrap_or_else(|| panic!("{}", r.text));
+    assert_eq!((entry["kind"].as_str(), entry["username"].as_str(), entry["slots"].as_i64()), (Some("TRIAL"), Some("determined"), Some(1)));
+    assert!(entry["seconds"].as_f64().unwrap() >= 0.0 && entry.get("endTime").is_none(), "{entry}");
+    let camel = window.replace("timestamp_after", "timestampAfter").replace("timestamp_before", "timestampBefore");
+    let again = m.get(&format!("/api/v1/resources/allocation/raw?{camel}"), Some(&token)).await.body;
+    assert_eq!(again["resourceEntries"][0]["startTime"], r.body["resourceEntries"][0]["startTime"], "{again}");
+    assert_error(&m.get("/api/v1/resources/allocation/raw?timestampAfter=x", Some(&token)).await, 400, "InvalidArgument");
+
     // A window that ended before the run started lists nothing but the header.
     let before =
         format!("timestamp_after={}&timestamp_before={}", iso(now - chrono::TimeDelta::days(2)), iso(now - chrono::TimeDelta::days(1)));

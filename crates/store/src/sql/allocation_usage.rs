@@ -9,7 +9,7 @@ use crate::error::StoreResult;
 
 /// A trial's task names its experiment (owner and workspace through its project); a command's
 /// task its workspace; other tasks (checkpoint GC) only their owner.
-const USAGE_SQL: &str = "SELECT a.allocation_id, a.task_id, t.task_type, u.username, w.name AS workspace_name, \
+const USAGE_SQL: &str = "SELECT a.allocation_id, a.task_id, t.task_type, u.username, u.id AS user_id, w.name AS workspace_name, \
      tr.experiment_id, a.slots, a.resource_pool, a.start_time, a.end_time \
      FROM allocations a JOIN tasks t ON t.task_id = a.task_id \
      LEFT JOIN trials tr ON tr.task_id = a.task_id \
