@@ -8,6 +8,7 @@
 
 pub mod agent_protocol;
 pub mod checkpoints;
+pub mod cluster_message;
 pub mod commands;
 pub mod error;
 pub mod experiment_bulk;
@@ -21,6 +22,7 @@ pub mod models;
 pub mod pagination;
 pub mod preview;
 pub mod projects;
+pub mod resources;
 pub mod runs;
 pub mod runtime;
 pub mod searcher_state;

@@ -46,4 +46,7 @@ pub struct GetMasterResponse {
     pub strict_job_queue_control: bool,
     #[serde(default)]
     pub has_custom_logo: bool,
+    /// The cluster message shown now, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_message: Option<crate::cluster_message::ClusterMessage>,
 }

@@ -31,6 +31,8 @@ pub enum SettingKind {
     Text,
     Port,
     Count,
+    /// `true`/`false` (also `1`/`0`, `yes`/`no`).
+    Flag,
 }
 
 /// One scalar that may be set from the environment or a flag.
@@ -61,6 +63,11 @@ impl Setting {
             SettingKind::Count => {
                 raw.trim().parse::<u32>().map(Value::from).map_err(|_| format!("expected a non-negative integer, found {raw:?}"))
             }
+            SettingKind::Flag => match raw.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" => Ok(Value::Bool(true)),
+                "false" | "0" | "no" => Ok(Value::Bool(false)),
+                _ => Err(format!("expected true or false, found {raw:?}")),
+            },
         }
     }
 }
@@ -106,6 +113,11 @@ pub static SETTINGS: &[Setting] = &[
     ),
     setting("webhooks.base_url", SettingKind::Text, "the web UI's address, for links in Slack webhook messages"),
     setting(
+        "observability.enable_prometheus",
+        SettingKind::Flag,
+        "serve Prometheus metrics at /debug/prom/metrics and /prom/det-state-metrics",
+    ),
+    setting(
         "tensorboard_timeout",
         SettingKind::Count,
         "seconds without proxied traffic after which a TensorBoard is killed (default 300; 0 never)",
@@ -140,12 +152,22 @@ pub struct MasterConfig {
     pub container_defaults: TaskContainerDefaults,
     /// `webhooks`: the signing key and the UI address for links in Slack messages.
     pub webhooks: WebhooksConfig,
+    /// `observability`: Prometheus metrics (off unless enabled).
+    pub observability: ObservabilityConfig,
     /// Keys we read but ignore, to warn about them once the logger is up.
     #[serde(skip)]
     pub warnings: Vec<String>,
     /// `security.agent_secret(_file)`, resolved by [`MasterConfig::from_tree`].
     #[serde(skip)]
     pub agent_secret: Option<String>,
+}
+
+/// `observability` in master.yaml.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ObservabilityConfig {
+    /// Serve `/debug/prom/metrics` and `/prom/det-state-metrics`.
+    pub enable_prometheus: bool,
 }
 
 /// `webhooks` in master.yaml, as upstream.
@@ -273,6 +295,7 @@ impl Default for MasterConfig {
             pool_task_container_defaults: BTreeMap::new(),
             container_defaults: TaskContainerDefaults::default(),
             webhooks: WebhooksConfig::default(),
+            observability: ObservabilityConfig::default(),
             warnings: Vec::new(),
             agent_secret: None,
         }
@@ -310,7 +333,6 @@ const UPSTREAM_ONLY_KEYS: &[&str] = &[
     "resource_pools",
     "additional_resource_managers",
     "telemetry",
-    "observability",
     "enable_cors",
     "root",
     "cache",

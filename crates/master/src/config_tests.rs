@@ -170,3 +170,16 @@ fn listen_address_defaults_to_every_interface_and_must_be_an_ip() {
     let err = MasterConfig::load_with_env(None, &[], &[("listen_address", "localhost:80".to_owned())]).unwrap_err().to_string();
     assert!(err.contains("listen_address") && err.contains("not an IP address"), "{err}");
 }
+
+#[test]
+fn enable_prometheus_comes_from_the_file_env_or_flag() {
+    assert!(!MasterConfig::load_with_env(None, &[], &[]).unwrap().observability.enable_prometheus, "off by default");
+    let c = MasterConfig::from_tree(serde_json::json!({"observability": {"enable_prometheus": true}})).unwrap();
+    assert!(c.observability.enable_prometheus && c.warnings.is_empty(), "{:?}", c.warnings);
+    let c = MasterConfig::load_with_env(None, &env(&[("DET_OBSERVABILITY_ENABLE_PROMETHEUS", "true")]), &[]).unwrap();
+    assert!(c.observability.enable_prometheus);
+    let c = MasterConfig::load_with_env(None, &[], &[("observability.enable_prometheus", "false".to_owned())]).unwrap();
+    assert!(!c.observability.enable_prometheus);
+    let err = MasterConfig::load_with_env(None, &env(&[("DET_OBSERVABILITY_ENABLE_PROMETHEUS", "sure")]), &[]).unwrap_err();
+    assert!(err.to_string().contains("DET_OBSERVABILITY_ENABLE_PROMETHEUS") && err.to_string().contains("true or false"), "{err}");
+}

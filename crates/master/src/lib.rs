@@ -11,6 +11,7 @@ pub mod domain;
 mod error;
 mod http;
 pub mod master_logs;
+pub mod prometheus;
 pub mod services;
 mod state;
 mod tls_listener;

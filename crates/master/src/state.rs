@@ -61,6 +61,8 @@ pub struct AppServices {
     /// them, the proxy reads them on every request.
     pub proxies: ProxyRegistry,
     pub store: Arc<dyn Store>,
+    /// The Prometheus metrics, when `observability.enable_prometheus` is on.
+    pub prometheus: Option<Arc<crate::prometheus::Prometheus>>,
     /// Whether clients reach this master over TLS: the session cookie gets `Secure`, and the
     /// CSRF check takes `https` as the master's own scheme.
     pub serves_tls: bool,
@@ -91,9 +93,24 @@ impl AppState {
             cluster,
             proxies: ProxyRegistry::new(),
             store,
+            prometheus: prometheus_metrics(&config),
             serves_tls: serves_tls(&config),
             config: Arc::new(config),
         }))
+    }
+}
+
+/// The metrics registry when `observability.enable_prometheus` is on.
+fn prometheus_metrics(config: &MasterConfig) -> Option<Arc<crate::prometheus::Prometheus>> {
+    if !config.observability.enable_prometheus {
+        return None;
+    }
+    match crate::prometheus::Prometheus::new() {
+        Ok(p) => Some(Arc::new(p)),
+        Err(e) => {
+            tracing::error!(error = %e, "Prometheus metrics could not be set up; serving without them");
+            None
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 //! [`StoreError::Backend`], whose `Display` is deliberately generic; callers map it to a 500
 //! without showing details to clients.
 
+mod cluster_store;
 mod error;
 mod idle_hook;
 mod log_chunk;
@@ -30,6 +31,9 @@ mod sql;
 mod summary;
 mod webhook_store;
 
+pub use cluster_store::{
+    ALLOCATION_USAGE_LIMIT, AllocationUsageRecord, ClusterMessageRecord, ClusterStore, NewClusterMessage, StateCount, StateCounts,
+};
 pub use error::{StoreError, StoreResult};
 pub use idle_hook::set_thread_idle_hook;
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};
@@ -81,7 +85,7 @@ use serde_json::Value;
 
 /// Everything the master persists. Implementations must be safe to share across tasks.
 #[async_trait]
-pub trait Store: WebhookStore + Send + Sync + 'static {
+pub trait Store: WebhookStore + ClusterStore + Send + Sync + 'static {
     /// Which backend this is, for logs ("sqlite" or "postgres").
     fn backend(&self) -> &'static str;
 

@@ -5,6 +5,8 @@ use axum::extract::State;
 use resolute_api::DETERMINED_VERSION;
 use resolute_api::master::{GetMasterResponse, MasterInfo, Telemetry};
 
+use crate::error::ApiResult;
+use crate::services::cluster_messages;
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/info", tag = "Cluster", responses((status = 200, body = MasterInfo)))]
@@ -21,9 +23,9 @@ pub async fn info(State(state): State<AppState>) -> Json<MasterInfo> {
 }
 
 #[utoipa::path(get, path = "/api/v1/master", tag = "Cluster", responses((status = 200, body = GetMasterResponse)))]
-pub async fn get_master(State(state): State<AppState>) -> Json<GetMasterResponse> {
+pub async fn get_master(State(state): State<AppState>) -> ApiResult<Json<GetMasterResponse>> {
     let id = &state.identity;
-    Json(GetMasterResponse {
+    Ok(Json(GetMasterResponse {
         version: DETERMINED_VERSION.to_owned(),
         master_id: id.master_id.clone(),
         cluster_id: id.cluster_id.clone(),
@@ -36,5 +38,6 @@ pub async fn get_master(State(state): State<AppState>) -> Json<GetMasterResponse
         user_management_enabled: true,
         strict_job_queue_control: false,
         has_custom_logo: false,
-    })
+        cluster_message: cluster_messages::active(&*state.store).await?,
+    }))
 }

@@ -2,9 +2,11 @@
 
 mod agent_logs;
 mod agents;
+mod allocation_csv;
 mod auth;
 mod checkpoint_download;
 mod checkpoint_edits;
+mod cluster_message;
 mod commands;
 mod csrf;
 mod experiment_bulk;
@@ -24,6 +26,7 @@ mod openapi;
 mod openapi_tests;
 mod preview;
 mod projects;
+mod prometheus;
 mod proxy;
 mod runs;
 mod runtime_allocations;
@@ -62,7 +65,7 @@ use crate::state::AppState;
 pub const MAX_BODY_BYTES: usize = 96 * 1024 * 1024;
 
 pub fn router(state: AppState) -> Router {
-    routes().with_state(state)
+    routes().route_layer(axum::middleware::from_fn_with_state(state.clone(), prometheus::record_latency)).with_state(state)
 }
 
 /// Every route the master serves, before the state is attached. Each one is in the OpenAPI
@@ -74,6 +77,16 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/master", get(info::get_master))
         .route("/api/v1/master/config", get(master_config::get_master_config))
         .route("/api/v1/master/logs", get(master_logs::master_logs))
+        .route("/resources/allocation/allocations-csv", get(allocation_csv::allocations_csv))
+        .route("/api/v1/resources/allocation/raw", get(allocation_csv::allocations_raw))
+        .route("/debug/prom/metrics", get(prometheus::process_metrics))
+        .route("/prom/det-state-metrics", get(prometheus::state_metrics))
+        .route(
+            "/api/v1/master/cluster_message",
+            get(cluster_message::get_cluster_message)
+                .put(cluster_message::set_cluster_message)
+                .delete(cluster_message::clear_cluster_message),
+        )
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/logout", post(auth::logout))
         .route("/api/v1/auth/user", get(auth::current_user))

@@ -14,6 +14,11 @@ use utoipa::{Modify, OpenApi};
         super::info::get_master,
         super::master_config::get_master_config,
         super::master_logs::master_logs,
+        super::cluster_message::get_cluster_message,
+        super::cluster_message::set_cluster_message,
+        super::cluster_message::clear_cluster_message,
+        super::allocation_csv::allocations_csv,
+        super::allocation_csv::allocations_raw,
         super::preview::preview_hp_search,
         super::searcher_state::searcher_state,
         super::auth::login,
@@ -207,6 +212,8 @@ pub struct ApiDoc;
 #[cfg_attr(not(test), allow(dead_code))]
 pub const UNLISTED: &[(&str, &str)] = &[
     ("/agents", "the agents' websocket (api::agent_protocol), not a REST call"),
+    ("/debug/prom/metrics", "Prometheus text exposition for the scraper (observability.enable_prometheus; 404 when off)"),
+    ("/prom/det-state-metrics", "Prometheus text exposition for the scraper (observability.enable_prometheus; 404 when off)"),
     ("/proxy/{service}", "redirect to the task service's proxied root"),
     ("/proxy/{service}/", "a task service's own HTTP and websocket traffic, any method"),
     ("/proxy/{service}/{*rest}", "a task service's own HTTP and websocket traffic, any method"),

@@ -1,9 +1,11 @@
 //! Business rules, independent of HTTP: handlers parse and render, services decide.
 
+pub mod allocation_usage;
 mod auth;
 pub mod checkpoint_edits;
 pub mod checkpoint_gc;
 pub mod checkpoint_storage;
+pub mod cluster_messages;
 mod commands;
 mod config_warnings;
 pub mod downsample;
@@ -14,6 +16,7 @@ mod experiment_items;
 mod experiments;
 mod fit_check;
 mod generic_tasks;
+pub mod go_duration;
 pub mod idle_tasks;
 pub mod input_limits;
 mod login_throttle;

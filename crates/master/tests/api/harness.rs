@@ -89,6 +89,12 @@ impl TestMaster {
         Self::start_in(config, dir).await
     }
 
+    /// [`TestMaster::restart`] with a changed configuration (same database and data directory).
+    pub async fn restart_with(mut self, change: impl FnOnce(&mut MasterConfig)) -> TestMaster {
+        change(&mut self.config);
+        self.restart().await
+    }
+
     async fn start_in(mut config: MasterConfig, dir: tempfile::TempDir) -> TestMaster {
         let original = config.clone();
         config.port = 0;

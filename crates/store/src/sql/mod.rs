@@ -4,11 +4,13 @@
 //! `ON CONFLICT`), and run against whichever pool the store holds via [`on_pool!`]. Only the
 //! schema differs per dialect (`migrations/sqlite`, `migrations/postgres`).
 
+mod allocation_usage;
 pub(crate) mod args;
 mod checkpoint_edits;
 mod checkpoint_metric;
 mod checkpoints;
 mod cluster;
+mod cluster_messages;
 mod commands;
 mod experiment_continue;
 mod experiments;
@@ -25,6 +27,7 @@ mod runs;
 mod sessions;
 mod sqlite_checkpoint;
 mod sqlite_metrics;
+mod state_counts;
 mod store_impl;
 mod summary_cache;
 mod task_logs;

@@ -6,6 +6,7 @@
 mod bench;
 mod checkpoint_edits;
 mod checkpoints;
+mod cluster;
 mod commands;
 mod experiment_continue;
 mod experiments;
@@ -35,6 +36,9 @@ mod workspaces;
 
 use resolute_store::Store;
 
+harness::conformance!(cluster::cluster_message_is_replaced_shown_in_its_window_and_cleared);
+harness::conformance!(cluster::allocation_usage_lists_overlapping_allocations_with_their_owner);
+harness::conformance!(cluster::state_counts_group_experiments_trials_and_open_tasks);
 harness::conformance!(webhooks::create_list_patch_delete);
 harness::conformance!(webhooks::state_change_queues_events_in_its_transaction);
 harness::conformance!(webhooks::log_events_fire_once_per_task);
