@@ -26,7 +26,7 @@ pub struct SeriesColumn {
 impl SeriesColumn {
     fn push(&mut self, value: Option<&Value>) {
         let row = self.numbers.len();
-        if row % 64 == 0 {
+        if row.is_multiple_of(64) {
             self.integers.push(0);
         }
         let number = match value {
@@ -163,7 +163,14 @@ impl MetricSeriesBuilder {
     }
 
     pub fn finish(self) -> MetricSeries {
-        let MetricSeries { steps, times, names, columns } = self.series;
+        let MetricSeries { mut steps, mut times, names, mut columns } = self.series;
+        // Kept in a cache: no spare capacity from the doublings while reading.
+        steps.shrink_to_fit();
+        times.shrink_to_fit();
+        for column in &mut columns {
+            column.numbers.shrink_to_fit();
+            column.integers.shrink_to_fit();
+        }
         let mut named: Vec<(String, SeriesColumn)> = names.into_iter().zip(columns).collect();
         named.sort_by(|a, b| a.0.cmp(&b.0));
         let (names, columns) = named.into_iter().unzip();
