@@ -10,6 +10,7 @@ mod checkpoints;
 mod cluster;
 mod commands;
 mod experiment_continue;
+mod experiment_list_plans;
 mod experiments;
 mod lifecycle;
 mod log_group_commit;
