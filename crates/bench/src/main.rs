@@ -212,12 +212,6 @@ async fn main() -> Result<()> {
             proxy::run(args.proxy_requests as usize, args.proxy_mb).await?.print();
             continue;
         }
-        if mode == Mode::TimeSeries {
-            time_series::run(args.ts_trials as usize, args.ts_points as usize, args.ts_requests as usize, args.ts_requests as usize / 10)
-                .await?
-                .print();
-            continue;
-        }
         let db = match args.db {
             Backend::Sqlite => Db::Sqlite,
             Backend::Postgres => {
@@ -226,6 +220,12 @@ async fn main() -> Result<()> {
             }
         };
         let result = match mode {
+            Mode::TimeSeries => async {
+                let (trials, points, requests) = (args.ts_trials as usize, args.ts_points as usize, args.ts_requests as usize);
+                time_series::run(db.db_config()?, trials, points, requests, requests / 10).await
+            }
+            .await
+            .map(|r| r.print(db.label())),
             Mode::Http => run(&args, &db).await.map(|r| print_report(&args, &r)),
             other => run_mode(&args, &db, other).await,
         };

@@ -56,6 +56,23 @@ impl Db {
         ])
     }
 
+    /// The master's `db` settings for this database (`None` on SQLite), for in-process masters.
+    pub fn db_config(&self) -> Result<Option<resolute_master::config::DbConfig>> {
+        let env = self.env()?;
+        if env.is_empty() {
+            return Ok(None);
+        }
+        let get = |key: &str| env.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()).unwrap_or_default();
+        Ok(Some(resolute_master::config::DbConfig {
+            host: get("DET_DB_HOST"),
+            port: get("DET_DB_PORT").parse().context("DET_DB_PORT")?,
+            user: get("DET_DB_USER"),
+            password: get("DET_DB_PASSWORD"),
+            name: get("DET_DB_NAME"),
+            ssl_mode: get("DET_DB_SSL_MODE"),
+        }))
+    }
+
     pub async fn drop_database(&self) -> Result<()> {
         if let Db::Postgres { admin_url, name } = self {
             let mut conn = PgConnection::connect(admin_url).await?;

@@ -1,5 +1,5 @@
 //! `GET /api/v1/trials/time-series` (CompareTrials) over long histories: an in-process master
-//! (SQLite in a temporary directory, its own runtime) with `trials` trials of `points` training
+//! (SQLite in a temporary directory or, with `--db postgres`, a fresh PostgreSQL database; its own runtime) with `trials` trials of `points` training
 //! reports each (seeded through the store: the HTTP ingest path is measured by `metrics`), then
 //! sequential requests downsampled to 1,000 points per trial — one trial per request and all trials
 //! in one request — plus the cost of the downsampling itself.
@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use resolute_master::config::DbConfig;
 use resolute_master::services::downsample::keep_indices;
 use resolute_master::{Master, MasterConfig};
 use resolute_store::{NewMetricReport, NewTrial, db_now};
@@ -26,6 +27,8 @@ pub struct TimeSeriesReport {
     pub trials: usize,
     pub points: usize,
     pub seed_elapsed: Duration,
+    /// Each trial's first request after seeding.
+    pub first_read: Latencies,
     pub one_trial: Latencies,
     pub all_trials: Latencies,
     pub all_trials_bytes: usize,
@@ -33,9 +36,9 @@ pub struct TimeSeriesReport {
 }
 
 /// Seeds, then measures `requests` one-trial requests and `all_requests` all-trial requests.
-pub async fn run(trials: usize, points: usize, requests: usize, all_requests: usize) -> Result<TimeSeriesReport> {
+pub async fn run(db: Option<DbConfig>, trials: usize, points: usize, requests: usize, all_requests: usize) -> Result<TimeSeriesReport> {
     let dir = tempfile::tempdir()?;
-    let (base, seed_tx, stop) = start_master(dir.path().to_owned())?;
+    let (base, seed_tx, stop) = start_master(dir.path().to_owned(), db)?;
     let http = reqwest::Client::builder().pool_max_idle_per_host(1).tcp_nodelay(true).timeout(Duration::from_secs(600)).build()?;
     let token = api::login(&http, &base).await?;
     let experiment = api::create_experiment(&http, &base, &token, &api::create_body(api::SINGLE_CONFIG, false)).await?;
@@ -65,6 +68,12 @@ pub async fn run(trials: usize, points: usize, requests: usize, all_requests: us
             Ok::<_, anyhow::Error>((sent.elapsed(), body))
         }
     };
+    // Each trial's first read (the master has not read its series since it was written).
+    eprintln!("time-series: {} first (cold) one-trial requests", trial_ids.len());
+    let mut cold = Vec::with_capacity(trial_ids.len());
+    for id in &trial_ids {
+        cold.push(get(url(std::slice::from_ref(id))).await?.0);
+    }
     // Check the answer once: every trial, at most BUDGET points each, both ends kept.
     let (_, body) = get(url(&trial_ids)).await?;
     let all_trials_bytes = body.len();
@@ -104,6 +113,7 @@ pub async fn run(trials: usize, points: usize, requests: usize, all_requests: us
         trials,
         points,
         seed_elapsed,
+        first_read: Latencies::from_durations(&cold),
         one_trial: Latencies::from_durations(&one),
         all_trials: Latencies::from_durations(&all),
         all_trials_bytes,
@@ -112,8 +122,8 @@ pub async fn run(trials: usize, points: usize, requests: usize, all_requests: us
 }
 
 impl TimeSeriesReport {
-    pub fn print(&self) {
-        println!("### Trial time series (`GET /api/v1/trials/time-series`, in-process master, SQLite)\n");
+    pub fn print(&self, backend: &str) {
+        println!("### Trial time series (`GET /api/v1/trials/time-series`, in-process master, {backend})\n");
         println!(
             "{} trials x {} training reports (2 metrics each), seeded through the store in {:.1} s; {BUDGET} points per trial after downsampling.\n",
             self.trials,
@@ -123,6 +133,7 @@ impl TimeSeriesReport {
         println!("| what | samples | p50 ms | p95 ms | max ms |");
         println!("|---|---|---|---|---|");
         for (what, l) in [
+            ("one trial per request, each trial's first read", &self.first_read),
             ("one trial per request", &self.one_trial),
             ("all trials in one request", &self.all_trials),
             ("downsampling alone, all trials (no I/O)", &self.downsample_only),
@@ -136,7 +147,10 @@ impl TimeSeriesReport {
 type SeedJob = (i64, usize, usize, oneshot::Sender<Result<Vec<i32>>>);
 
 /// The master on its own runtime thread; seeding runs there too, on the master's store.
-fn start_master(data_dir: std::path::PathBuf) -> Result<(String, tokio::sync::mpsc::UnboundedSender<SeedJob>, oneshot::Sender<()>)> {
+fn start_master(
+    data_dir: std::path::PathBuf,
+    db: Option<DbConfig>,
+) -> Result<(String, tokio::sync::mpsc::UnboundedSender<SeedJob>, oneshot::Sender<()>)> {
     let (ready_tx, ready_rx) = mpsc::channel();
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let (seed_tx, mut seed_rx) = tokio::sync::mpsc::unbounded_channel::<SeedJob>();
@@ -149,7 +163,7 @@ fn start_master(data_dir: std::path::PathBuf) -> Result<(String, tokio::sync::mp
             }
         };
         runtime.block_on(async move {
-            let config = MasterConfig { port: 0, data_dir: Some(data_dir), ..Default::default() };
+            let config = MasterConfig { port: 0, data_dir: Some(data_dir), db: db.unwrap_or_default(), ..Default::default() };
             let master = match Master::start(config).await {
                 Ok(master) => master,
                 Err(e) => {

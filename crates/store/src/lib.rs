@@ -22,6 +22,7 @@ mod model_logs;
 mod model_metrics;
 mod model_registry;
 mod model_runs;
+mod model_series;
 mod model_tasks;
 mod model_trials;
 mod model_webhooks;
@@ -58,6 +59,7 @@ pub use model_registry::{
     NewModelVersion,
 };
 pub use model_runs::{RunColumn, RunDeletion, RunFilterExpr, RunFilterOp, RunFilterValue, RunPage, RunQuery, RunRecord, RunSortKey};
+pub use model_series::{MetricSeries, MetricSeriesBuilder, SeriesColumn};
 pub use model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
@@ -270,6 +272,9 @@ pub trait Store: WebhookStore + ClusterStore + Send + Sync + 'static {
     /// A keyset page of the trial's live reports by `(steps_completed, id)`: reads only the
     /// rows it returns.
     async fn metrics_page(&self, query: &MetricPageQuery) -> StoreResult<Vec<MetricRecord>>;
+    /// The trial's live reports of `group` in step order as columns (what a metric chart
+    /// downsamples). Repeated reads of an unchanged series are answered from memory.
+    async fn metric_series(&self, trial_id: i32, group: &str) -> StoreResult<std::sync::Arc<MetricSeries>>;
     /// A page of the trial's workloads (live reports of the filter's groups and checkpoints),
     /// ordered and cut in SQL; only the page's rows are read whole. Ties in the order go by
     /// batches, then training before validation before checkpoint, then report time.

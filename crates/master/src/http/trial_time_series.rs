@@ -1,12 +1,13 @@
 //! `GET /api/v1/trials/time-series` (upstream `CompareTrials`): each trial with its metric series,
-//! read in step order and downsampled to `maxDatapoints` by `services::downsample` (ends, extremes
-//! and per-bucket extremes kept).
+//! read in step order as columns (`Store::metric_series`: numbers, no report bodies; kept in memory
+//! while the series is unchanged) and downsampled to `maxDatapoints` by `services::downsample`
+//! (ends, extremes and per-bucket extremes kept).
 
 use axum::Json;
 use axum::extract::State;
 use resolute_api::error::ErrorBody;
 use resolute_api::time_series::{ComparableTrial, CompareTrialsQuery, CompareTrialsResponse, DataPoint, DownsampledMetrics};
-use resolute_store::{MetricPageQuery, MetricRecord, TRAINING_GROUP, VALIDATION_GROUP};
+use resolute_store::{MetricSeries, SeriesColumn, TRAINING_GROUP, VALIDATION_GROUP};
 use serde_json::Map;
 
 use super::experiment_wire as wire;
@@ -20,8 +21,6 @@ use crate::state::AppState;
 const DEFAULT_MAX_DATAPOINTS: usize = 1000;
 /// Trials per request at most: the response holds all their series at once.
 const MAX_TRIALS: usize = 1000;
-/// Reports read per store page.
-const PAGE: i64 = 10_000;
 
 /// One requested series: a group and the metric names of it to return (empty: all).
 #[derive(Debug, PartialEq)]
@@ -58,8 +57,8 @@ pub async fn compare_trials(
         let view = state.experiments.trial(id).await?;
         let mut metrics = Vec::with_capacity(selections.len());
         for selection in &selections {
-            let reports = read_group(&state, id, &selection.group, range).await?;
-            metrics.push(series(&selection.group, &selection.names, &reports, budget));
+            let reports = state.store.metric_series(id, &selection.group).await?;
+            metrics.push(series(&selection.group, &selection.names, &reports, range, budget));
         }
         trials.push(ComparableTrial { trial: wire::trial(view.record, view.latest_validation), metrics });
     }
@@ -116,45 +115,24 @@ fn selections(q: &CompareTrialsQuery) -> ApiResult<Vec<Selection>> {
     Ok(out)
 }
 
-/// A trial's reports of one group within `[start, end]` batches, in step order, without those a
-/// restart superseded.
-async fn read_group(state: &AppState, trial_id: i32, group: &str, (start, end): (i64, i64)) -> ApiResult<Vec<MetricRecord>> {
-    let mut query = MetricPageQuery { trial_id, group: Some(group.to_owned()), steps_completed: None, after: None, limit: PAGE };
-    let mut out = Vec::new();
-    loop {
-        let page = state.store.metrics_page(&query).await?;
-        let Some(last) = page.last() else { break };
-        query.after = Some((last.steps_completed, last.id));
-        let full = page.len() as i64 == PAGE;
-        out.extend(page.into_iter().filter(|r| !r.archived && r.steps_completed >= start && r.steps_completed <= end));
-        if !full {
-            break;
-        }
-    }
-    Ok(out)
-}
-
-/// One group's downsampled series: the reports `keep_indices` keeps, with the selected metrics.
-fn series(group: &str, names: &[String], reports: &[MetricRecord], budget: usize) -> DownsampledMetrics {
-    let names: Vec<String> = if names.is_empty() {
-        let mut all: Vec<String> = reports.iter().flat_map(|r| r.avg_metrics.keys().cloned()).collect();
-        all.sort();
-        all.dedup();
-        all
-    } else {
-        names.to_vec()
-    };
-    let columns: Vec<Vec<Option<f64>>> =
-        names.iter().map(|n| reports.iter().map(|r| r.avg_metrics.get(n).and_then(|v| v.as_f64())).collect()).collect();
-    let data = keep_indices(reports.len(), &columns, budget)
+/// One group's downsampled series: of the reports within `[start, end]` batches, those
+/// `keep_indices` keeps, with the selected metrics (all of the group's when none is named).
+fn series(group: &str, names: &[String], reports: &MetricSeries, (start, end): (i64, i64), budget: usize) -> DownsampledMetrics {
+    let names: &[String] = if names.is_empty() { &reports.names } else { names };
+    let range = reports.step_range(start, end);
+    let columns: Vec<Option<&SeriesColumn>> = names.iter().map(|n| reports.column(n)).collect();
+    let numbers: Vec<Vec<Option<f64>>> = columns.iter().map(|c| range.clone().map(|row| c.and_then(|c| c.number(row))).collect()).collect();
+    let epoch = reports.column("epoch");
+    let data = keep_indices(range.len(), &numbers, budget)
         .into_iter()
         .map(|i| {
-            let r = &reports[i];
-            let values: Map<_, _> = names.iter().filter_map(|n| r.avg_metrics.get(n).map(|v| (n.clone(), v.clone()))).collect();
+            let row = range.start + i;
+            let values: Map<_, _> =
+                names.iter().zip(&columns).filter_map(|(n, c)| c.and_then(|c| c.value(row)).map(|v| (n.clone(), v))).collect();
             DataPoint {
-                batches: i32::try_from(r.steps_completed).unwrap_or(i32::MAX),
-                time: r.report_time.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
-                epoch: r.avg_metrics.get("epoch").and_then(|v| v.as_f64()),
+                batches: i32::try_from(reports.steps[row]).unwrap_or(i32::MAX),
+                time: reports.report_time(row).to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+                epoch: epoch.and_then(|c| c.number(row)),
                 values,
             }
         })

@@ -126,6 +126,13 @@ pub async fn compare_trials_downsamples_out_of_order_reports(m: &TestMaster) {
     assert_eq!(summary["validation_metrics"]["accuracy"]["max"], 0.3);
     assert!(summary.get("training").is_none() && summary.get("validation").is_none(), "{summary}");
 
+    // A report arriving after the series was read (the store keeps read series in memory) is in
+    // the next answer, never a stale one: a new last point and a new extreme.
+    m.store.insert_metrics(&[report(&a, "training", 2001, json!({"loss": 99.0}))]).await.unwrap();
+    let r = m.get(&path, Some(&admin)).await;
+    let kept = batches(&r.body["trials"][0]["metrics"][0]);
+    assert!(kept.contains(&2001) && kept.len() <= 100, "the new report is kept: {kept:?}");
+
     assert_error(&m.get("/api/v1/trials/time-series", Some(&admin)).await, 400, "InvalidArgument");
     let bad = m.get(&format!("/api/v1/trials/time-series?trialIds={}&maxDatapoints=-1", a.id), Some(&admin)).await;
     assert_error(&bad, 400, "InvalidArgument");

@@ -47,6 +47,7 @@ impl SqlStore {
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
             webhook_signal: self.webhook_signal.clone(),
+            series: self.series.clone(),
         };
         tokio::spawn(async move {
             writer.write_round(round).await;

@@ -13,10 +13,12 @@ mod cluster;
 mod cluster_messages;
 mod commands;
 mod experiment_continue;
+mod experiment_list_plans;
 mod experiments;
 mod lifecycle;
 mod log_group_commit;
 mod metric_batch;
+mod metric_series;
 mod metrics;
 mod model_versions;
 mod models;
@@ -111,6 +113,8 @@ pub struct SqlStore {
     pub(crate) decoded_metric_rows: Arc<std::sync::atomic::AtomicU64>,
     /// Woken when a write queued webhook events (see `webhook_events`).
     pub(crate) webhook_signal: Arc<tokio::sync::Notify>,
+    /// Recently read metric series and the write generations that validate them.
+    pub(crate) series: Arc<metric_series::SeriesCache>,
 }
 
 /// Connection settings for PostgreSQL, named as in upstream's `db` block of master.yaml.
@@ -162,6 +166,7 @@ impl SqlStore {
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
             webhook_signal: Default::default(),
+            series: Default::default(),
         };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
@@ -182,6 +187,7 @@ impl SqlStore {
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
             webhook_signal: Default::default(),
+            series: Default::default(),
         })
     }
 
@@ -207,6 +213,7 @@ impl SqlStore {
             sqlite_metrics: None,
             decoded_metric_rows: Default::default(),
             webhook_signal: Default::default(),
+            series: Default::default(),
         };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;

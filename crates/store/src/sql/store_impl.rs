@@ -347,11 +347,15 @@ impl Store for SqlStore {
     }
 
     async fn insert_metrics(&self, reports: &[NewMetricReport]) -> StoreResult<()> {
-        self.insert_metrics_impl(reports).await
+        let result = self.insert_metrics_impl(reports).await;
+        reports.iter().for_each(|r| self.series.invalidate(r.trial_id));
+        result
     }
 
     async fn insert_metrics_if_current(&self, reports: &[CurrentMetricReport]) -> StoreResult<Vec<MetricAdmission>> {
-        self.insert_metrics_if_current_impl(reports).await
+        let result = self.insert_metrics_if_current_impl(reports).await;
+        reports.iter().for_each(|r| self.series.invalidate(r.report.trial_id));
+        result
     }
 
     async fn flush_metric_summaries(&self, force: bool) -> StoreResult<u64> {
@@ -359,7 +363,9 @@ impl Store for SqlStore {
     }
 
     async fn archive_metrics_after(&self, trial_id: i32, run_id: i32, steps_completed: i64, group: Option<&str>) -> StoreResult<u64> {
-        self.archive_metrics_after_impl(trial_id, run_id, steps_completed, group).await
+        let result = self.archive_metrics_after_impl(trial_id, run_id, steps_completed, group).await;
+        self.series.invalidate(trial_id);
+        result
     }
 
     async fn metrics_for_trial(&self, trial_id: i32, group: Option<&str>, include_archived: bool) -> StoreResult<Vec<MetricRecord>> {
@@ -368,6 +374,10 @@ impl Store for SqlStore {
 
     async fn metrics_page(&self, query: &MetricPageQuery) -> StoreResult<Vec<MetricRecord>> {
         self.metrics_page_impl(query).await
+    }
+
+    async fn metric_series(&self, trial_id: i32, group: &str) -> StoreResult<std::sync::Arc<crate::MetricSeries>> {
+        self.metric_series_impl(trial_id, group).await
     }
 
     async fn trial_workloads(&self, trial_id: i32, filter: &WorkloadFilter) -> StoreResult<WorkloadPage> {
