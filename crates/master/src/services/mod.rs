@@ -15,6 +15,7 @@ mod fit_check;
 mod generic_tasks;
 pub mod idle_tasks;
 pub mod input_limits;
+pub mod log_policies;
 mod login_throttle;
 mod loop_hooks;
 pub mod metric_reporters;

@@ -136,6 +136,7 @@ impl Orchestrator {
                     awaiting_checkpoint_at: None,
                     held_for_round: false,
                     round_steps: Vec::new(),
+                    log_policy: Default::default(),
                 },
             );
         }
@@ -242,6 +243,7 @@ impl Orchestrator {
                 awaiting_checkpoint_at,
                 held_for_round: false,
                 round_steps: Vec::new(),
+                log_policy: Default::default(),
             },
         );
         let exp = self.experiments.get_mut(&experiment_id).expect("checked above");
