@@ -118,7 +118,7 @@ fn selections(q: &CompareTrialsQuery) -> ApiResult<Vec<Selection>> {
 
 /// A trial's reports of one group within `[start, end]` batches, in step order, without those a
 /// restart superseded.
-async fn read_group(state: &AppState, trial_id: i32, group: &str, (start, end): (i64, i64)) -> ApiResult<Vec<MetricRecord>> {
+pub(super) async fn read_group(state: &AppState, trial_id: i32, group: &str, (start, end): (i64, i64)) -> ApiResult<Vec<MetricRecord>> {
     let mut query = MetricPageQuery { trial_id, group: Some(group.to_owned()), steps_completed: None, after: None, limit: PAGE };
     let mut out = Vec::new();
     loop {

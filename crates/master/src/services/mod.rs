@@ -19,6 +19,7 @@ pub mod log_policies;
 mod login_throttle;
 mod loop_hooks;
 pub mod metric_reporters;
+pub mod metrics_stream;
 mod metrics_writer;
 pub mod model_def;
 pub mod models;
