@@ -169,6 +169,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/webhooks", get(webhooks::list).post(webhooks::create))
         .route("/api/v1/webhooks/{id}", axum::routing::delete(webhooks::delete).patch(webhooks::patch))
         .route("/api/v1/webhooks/{id}/test", post(webhooks::test))
+        .route("/api/v1/webhooks/custom", post(webhooks::post_custom))
         .route("/api/v1/templates", get(templates::list))
         .route(
             "/api/v1/templates/{name}",

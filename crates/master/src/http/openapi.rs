@@ -100,6 +100,7 @@ use utoipa::{Modify, OpenApi};
         super::projects::move_experiment,
         super::projects::move_experiments,
         super::webhooks::create,
+        super::webhooks::post_custom,
         super::webhooks::list,
         super::webhooks::delete,
         super::webhooks::patch,

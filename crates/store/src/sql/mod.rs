@@ -31,6 +31,7 @@ mod trial_start;
 mod trial_warm_start;
 mod trials;
 mod users;
+mod webhook_custom_events;
 mod webhook_events;
 mod webhooks;
 mod workloads;
