@@ -20,6 +20,7 @@ mod logs;
 mod master_cluster;
 mod master_restart;
 mod metrics_ingest;
+mod metrics_stream;
 mod models;
 #[path = "../../../store/tests/support/pg_databases.rs"]
 mod pg_databases;
@@ -39,6 +40,7 @@ mod tensorboards;
 mod trial_time_series;
 mod users;
 mod warm_starts;
+mod webhook_custom;
 mod webhooks;
 mod workspaces;
 
@@ -89,6 +91,7 @@ harness::api_test!(experiment_lists::trials_and_checkpoints);
 harness::api_test!(tensorboards::launch_resolves_trials_and_sends_stored_metrics);
 harness::api_test!(tensorboards::launch_refuses_unknown_or_missing_sources);
 harness::api_test!(webhooks::crud_permissions_and_clear_errors);
+harness::api_test!(webhook_custom::custom_alerts_queue_events_and_bad_input_names_the_field);
 harness::api_test!(webhooks::completed_experiment_and_log_pattern_are_delivered);
 harness::api_test!(owned webhooks::restart_between_state_change_and_delivery_loses_nothing);
 harness::api_test!(webhooks::state_changes_racing_other_writes_all_fire);
@@ -117,6 +120,8 @@ async fn agents_without_the_join_secret_are_refused() {
 harness::api_test!(runtime_trials::metrics_are_stored_rolled_back_and_searched);
 harness::api_test!(metrics_ingest::concurrent_reports_are_stored_exactly_once);
 harness::api_test!(trial_time_series::compare_trials_downsamples_out_of_order_reports);
+harness::api_test!(metrics_stream::streams_of_a_terminal_experiment_send_one_update);
+harness::api_test!(metrics_stream::bad_metrics_stream_requests_name_the_parameter);
 harness::api_test!(master_cluster::master_config_is_admin_only_and_redacted);
 harness::api_test!(master_cluster::master_logs_tail_and_follow);
 harness::api_test!(metrics_ingest::remembered_token_stops_when_its_allocation_ends);
