@@ -66,10 +66,14 @@ def test_core_alert_and_shipped_logs_reach_the_receiver(
             "searcher: {name: single, metric: loss, max_length: 1}\n"
             f"checkpoint_storage: {{type: shared_fs, host_path: {tmp_path / 'ckpt'}}}\n"
         )
-        exp_id = create(DetCli(master.url, tmp_path / "det-config"), tmp_path / "exp.yaml", tmp_path / "model")
+        det = DetCli(master.url, tmp_path / "det-config")
+        exp_id = create(det, tmp_path / "exp.yaml", tmp_path / "model")
         exp = sdk(master).get_experiment(exp_id)
-        wait_state(exp, {ExpState.COMPLETED}, timeout=180)
         trial = only_trial(exp)
+        try:
+            wait_state(exp, {ExpState.COMPLETED}, timeout=180)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; trial log:\n{det.ok('trial', 'logs', str(trial.id))[-3000:]}") from e
 
         _, headers, body, _ = wait_for("the custom event", lambda: receiver.at(f"/alert{unique}"), timeout=30)[0]
         assert body["event_type"] == "CUSTOM", body
