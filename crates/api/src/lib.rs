@@ -18,6 +18,7 @@ pub mod generic_tasks;
 pub mod int64;
 pub mod logs;
 pub mod master;
+pub mod metrics_stream;
 pub mod models;
 pub mod pagination;
 pub mod preview;

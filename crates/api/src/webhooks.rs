@@ -123,3 +123,27 @@ pub struct TestWebhookResponse {
 /// The empty answer of delete and patch.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct EmptyWebhookResponse {}
+
+/// `v1CustomWebhookEventData`: what `core.alert` sends.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CustomWebhookEventData {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `LOG_LEVEL_INFO` (default), `LOG_LEVEL_WARNING`, `LOG_LEVEL_ERROR`, `LOG_LEVEL_DEBUG`, …
+    #[serde(default)]
+    pub level: Option<String>,
+}
+
+/// `v1PostWebhookEventDataRequest`: the body of `POST /api/v1/webhooks/custom`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostWebhookEventDataRequest {
+    #[serde(default)]
+    pub data: Option<CustomWebhookEventData>,
+    #[serde(default, alias = "experiment_id")]
+    pub experiment_id: Option<i32>,
+    #[serde(default, alias = "trial_id")]
+    pub trial_id: Option<i32>,
+}

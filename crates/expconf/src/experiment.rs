@@ -10,6 +10,7 @@ use crate::environment::{Environment, read_environment};
 use crate::error::{ConfigError, WarningKind};
 use crate::hyperparameters::{Hyperparameters, read_hyperparameters};
 use crate::length::{Length, Unit, read_length};
+use crate::log_policies::{LogPolicy, read_log_policies};
 use crate::mounts::{BindMount, read_bind_mounts};
 use crate::path::FieldPath;
 use crate::read::{Ctx, Field, Fields};
@@ -59,7 +60,7 @@ pub struct ExperimentConfig {
     pub environment: Environment,
     pub hyperparameters: Hyperparameters,
     pub labels: Vec<String>,
-    pub log_policies: Vec<Value>,
+    pub log_policies: Vec<LogPolicy>,
     pub max_restarts: u32,
     pub min_checkpoint_period: Length,
     pub min_validation_period: Length,
@@ -229,11 +230,6 @@ fn read_period(ctx: &mut Ctx, fields: &mut Fields<'_>, key: &str) -> Length {
         deprecated(ctx, &f, length, never)
     };
     fields.take(key).and_then(period).unwrap_or(never)
-}
-
-/// `log_policies`: a list of mappings (`{name, pattern, action}`), passed through to the log shipper.
-fn read_log_policies(ctx: &mut Ctx, field: &Field<'_>) -> Vec<Value> {
-    field.items(ctx).into_iter().filter(|item| item.mapping(ctx).is_some()).map(|item| item.value.clone()).collect()
 }
 
 fn read_passthrough(ctx: &mut Ctx, fields: &mut Fields<'_>) -> BTreeMap<String, Value> {

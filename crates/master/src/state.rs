@@ -53,6 +53,8 @@ pub struct AppServices {
     pub models: ModelService,
     /// Webhooks, the task-log trigger cache the log writers match against, the request signer.
     pub webhooks: WebhookService,
+    /// Trial logs matched against their experiment's `log_policies` as they are ingested.
+    pub log_policies: crate::services::log_policies::LogPolicyMatcher,
     /// The single writer loop's inbox, preemption signals and cluster view.
     pub cluster: ClusterHandle,
     /// What running tasks report (metrics, checkpoints, preemption, logs).
@@ -90,6 +92,7 @@ impl AppState {
             projects: ProjectService::new(store.clone()),
             models: ModelService::new(store.clone()),
             webhooks: WebhookService::new(store.clone(), config.webhooks.clone()),
+            log_policies: crate::services::log_policies::LogPolicyMatcher::new(store.clone(), cluster.clone()),
             cluster,
             proxies: ProxyRegistry::new(),
             store,

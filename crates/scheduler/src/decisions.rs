@@ -66,6 +66,8 @@ pub(crate) struct PassOutcome {
 pub enum WaitReason {
     /// No enabled agent in the pool carries the request's label.
     NoEligibleAgents { label: String },
+    /// Every agent that could take it is one the request excludes (`exclude_node` log policy).
+    AllAgentsExcluded { excluded: Vec<String> },
     /// More slots than all enabled agents together have.
     ExceedsPoolCapacity { requested: u32, capacity: u32 },
     /// A single-agent request larger than the largest agent.
@@ -91,6 +93,7 @@ impl WaitReason {
         matches!(
             self,
             WaitReason::NoEligibleAgents { .. }
+                | WaitReason::AllAgentsExcluded { .. }
                 | WaitReason::ExceedsPoolCapacity { .. }
                 | WaitReason::ExceedsLargestAgent { .. }
                 | WaitReason::NoGangShape { .. }
@@ -107,6 +110,11 @@ impl fmt::Display for WaitReason {
             WaitReason::NoEligibleAgents { label } => {
                 write!(f, "can never fit: no enabled agent in the resource pool has label {label:?}")
             }
+            WaitReason::AllAgentsExcluded { excluded } => write!(
+                f,
+                "can never fit: every eligible agent is excluded for this trial by an exclude_node log policy ({}); add or enable another agent",
+                excluded.join(", ")
+            ),
             WaitReason::ExceedsPoolCapacity { requested, capacity } => write!(
                 f,
                 "can never fit: requests {requested} slots but the resource pool has {capacity} usable slots; \

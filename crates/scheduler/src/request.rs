@@ -1,11 +1,13 @@
 //! Allocation requests: what the master submits, the state the scheduler keeps for each, and the
 //! job group (priority, weight, queue position) requests are scheduled under.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 
 use crate::decisions::{Placement, WaitReason};
 use crate::error::SchedulerError;
-use crate::ids::{AllocationId, JobId, LogicalTime, TaskId};
+use crate::ids::{AgentId, AllocationId, JobId, LogicalTime, TaskId};
 
 /// The highest priority (scheduled first).
 pub const MIN_PRIORITY: u32 = 1;
@@ -37,6 +39,9 @@ pub struct AllocationRequest {
     pub resource_pool: String,
     /// Only agents with exactly this label take the request ("" = unlabelled agents).
     pub label: String,
+    /// Agents this request must not be placed on (a trial's `exclude_node` log policy fired there).
+    #[serde(default)]
+    pub excluded_agents: BTreeSet<AgentId>,
 }
 
 impl AllocationRequest {
@@ -61,6 +66,7 @@ impl AllocationRequest {
             submitted_at,
             resource_pool: resource_pool.into(),
             label: String::new(),
+            excluded_agents: BTreeSet::new(),
         }
     }
 
@@ -81,6 +87,11 @@ impl AllocationRequest {
 
     pub fn with_single_agent(mut self, single_agent: bool) -> Self {
         self.single_agent = single_agent;
+        self
+    }
+
+    pub fn excluding(mut self, agents: impl IntoIterator<Item = AgentId>) -> Self {
+        self.excluded_agents.extend(agents);
         self
     }
 

@@ -463,6 +463,19 @@ fn labels_restrict_placement() {
 }
 
 #[test]
+fn excluded_agents_are_never_used_and_say_why_when_none_is_left() {
+    let mut h = Harness::new(priority(false));
+    h.agent("a1", 2);
+    h.agent("a2", 2);
+    h.submit_with("t.2", "t", 1, |r| r.excluding([AgentId::new("a1")]));
+    assert_eq!(h.schedule(), "assign t.2 a2[0]");
+    h.submit_with("t.3", "u", 1, |r| r.excluding([AgentId::new("a1"), AgentId::new("a2")]));
+    assert_eq!(h.schedule(), "");
+    let Some(AllocationState::Queued { reason: Some(reason) }) = h.scheduler.allocation(&"t.3".into()) else { panic!() };
+    assert!(reason.to_string().contains("excluded for this trial by an exclude_node log policy (a1, a2)"), "{reason}");
+}
+
+#[test]
 fn invalid_inputs_are_typed_errors() {
     let mut s = Scheduler::new(POOL, SchedulerConfig::default());
     let agent = AgentSpec::new("a1", POOL).with_slots(DeviceType::Rocm, 2);

@@ -66,8 +66,8 @@ pub use model_tasks::{
 };
 pub use model_trials::{NewTrial, NewUnmanagedTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
 pub use model_webhooks::{
-    DeliveryOutcome, NewLogEvent, NewWebhook, NewWebhookTrigger, TRIGGER_EXPERIMENT_STATE_CHANGE, TRIGGER_TASK_LOG, WebhookEventRecord,
-    WebhookEventStatus, WebhookRecord, WebhookTriggerRecord,
+    DeliveryOutcome, NewLogEvent, NewWebhook, NewWebhookTrigger, TRIGGER_CUSTOM, TRIGGER_EXPERIMENT_STATE_CHANGE, TRIGGER_TASK_LOG,
+    WebhookEventRecord, WebhookEventStatus, WebhookRecord, WebhookTriggerRecord,
 };
 pub use model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage, WorkloadRecord};
 pub use model_workspaces::{

@@ -6,6 +6,8 @@ use serde_json::Value;
 pub const TRIGGER_EXPERIMENT_STATE_CHANGE: &str = "TRIGGER_TYPE_EXPERIMENT_STATE_CHANGE";
 /// `TRIGGER_TYPE_TASK_LOG`.
 pub const TRIGGER_TASK_LOG: &str = "TRIGGER_TYPE_TASK_LOG";
+/// Fired by `POST /api/v1/webhooks/custom` (the harness's `core.alert`).
+pub const TRIGGER_CUSTOM: &str = "TRIGGER_TYPE_CUSTOM";
 
 /// A webhook to create, with its triggers, in one transaction.
 #[derive(Clone, Debug)]
@@ -105,6 +107,8 @@ pub struct WebhookEventRecord {
     pub task_id: Option<String>,
     pub node_name: Option<String>,
     pub log_line: Option<String>,
+    /// A custom event's `{title, description, level, trial_id}`.
+    pub custom_data: Option<serde_json::Value>,
     pub status: WebhookEventStatus,
     pub attempts: i32,
     /// Milliseconds since the epoch.

@@ -38,5 +38,8 @@ pub trait WebhookStore: Send + Sync + 'static {
     async fn webhook_signing_key(&self, candidate: &str) -> StoreResult<String>;
     /// Signalled after a write queued webhook events (experiment state changes, log events), so
     /// the delivery worker wakes at once instead of at its next poll.
+    /// Queues a custom event (`data`: title, description, level, trial) for every custom trigger
+    /// of a webhook for all workspaces or for the experiment's; returns how many were queued.
+    async fn enqueue_custom_events(&self, experiment_id: i32, data: &serde_json::Value) -> StoreResult<u64>;
     fn webhook_events_signal(&self) -> Arc<tokio::sync::Notify>;
 }

@@ -32,6 +32,7 @@ pub use orchestrator::{Orchestrator, Timing, start_loop};
 pub use rm::{AgentInput, RmInput};
 pub use signals::PreemptionSignals;
 pub use task_user::resolve_task_user;
+pub use trial::log_policy::FiredLogPolicy;
 
 /// The pool agents and experiments use when they name none.
 pub const DEFAULT_POOL: &str = "default";
@@ -60,6 +61,9 @@ pub enum ClusterEvent {
     PreemptionAcknowledged { allocation_id: String },
     /// `POST /api/v1/allocations/{id}/signals/pending_preemption`: the task asks to be preempted.
     PreemptionRequested { allocation_id: String },
+    /// A trial's log line matched one of its experiment's `log_policies` (`services/log_policies.rs`);
+    /// sent before the line's batch is acknowledged, so before the process's exit is handled.
+    LogPolicyFired { trial_id: i32, fired: FiredLogPolicy },
     /// `POST /api/v1/trials/{id}/kill`.
     KillTrial { trial_id: i32 },
     /// A command, notebook, shell, TensorBoard or generic task was stored: queue it.

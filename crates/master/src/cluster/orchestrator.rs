@@ -108,6 +108,7 @@ impl Orchestrator {
             ClusterEvent::CheckpointReported { trial_id } => self.checkpoint_reported(trial_id).await,
             ClusterEvent::ProgressReported { trial_id, progress } => self.progress_reported(trial_id, progress).await,
             ClusterEvent::EarlyExit { trial_id, reason } => self.early_exit(trial_id, &reason),
+            ClusterEvent::LogPolicyFired { trial_id, fired } => self.log_policy_fired(trial_id, fired).await,
             ClusterEvent::PreemptionAcknowledged { allocation_id } => {
                 if let Some(a) = self.allocations.get_mut(&allocation_id) {
                     a.acknowledged = true;

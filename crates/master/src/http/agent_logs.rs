@@ -8,6 +8,7 @@ use resolute_api::agent_protocol::{LineLevel, TaskLogBatch};
 use resolute_store::{NewLogChunk, NewLogEvent};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::services::log_policies::{LogPolicyMatcher, PolicyLine};
 use crate::services::webhook_log_matcher::{LineRef, LogTriggerCache};
 use crate::state::AppState;
 
@@ -26,14 +27,16 @@ enum Work {
 pub struct AgentLogWriter {
     queue: mpsc::Sender<Work>,
     log_triggers: LogTriggerCache,
+    log_policies: LogPolicyMatcher,
 }
 
 impl AgentLogWriter {
     pub fn start(state: AppState, agent_id: String) -> Self {
         let (queue, rx) = mpsc::channel(QUEUE_MESSAGES);
         let log_triggers = state.webhooks.log_triggers().clone();
+        let log_policies = state.log_policies.clone();
         tokio::spawn(write_loop(state, agent_id, rx));
-        AgentLogWriter { queue, log_triggers }
+        AgentLogWriter { queue, log_triggers, log_policies }
     }
 
     /// Queues a `TaskLogs` message, waiting while the queue is full.
@@ -44,6 +47,17 @@ impl AgentLogWriter {
             lines.extend(b.lines.iter().map(|l| LineRef { task_id: &b.task_id, node_name: agent_id, log: &l.log }));
         }
         let events = self.log_triggers.match_lines(lines.into_iter()).await;
+        // Before the batch is queued, so before any later exit of the task reaches the loop.
+        let mut policy_lines = Vec::new();
+        for b in batches {
+            policy_lines.extend(b.lines.iter().map(|l| PolicyLine {
+                task_id: &b.task_id,
+                allocation_id: Some(b.allocation_id.as_str()),
+                node: Some(agent_id),
+                log: &l.log,
+            }));
+        }
+        self.log_policies.match_lines(&policy_lines).await;
         // The writer stops only when this handle is dropped.
         let _ = self.queue.send(Work::Chunks(chunks, events)).await;
     }

@@ -19,6 +19,7 @@ mod info;
 mod logs;
 mod master_config;
 mod master_logs;
+mod metrics_stream;
 mod models;
 mod ndjson;
 mod openapi;
@@ -140,6 +141,10 @@ fn routes() -> Router<AppState> {
         .route("/task-logs", post(unmanaged::post_legacy_logs))
         .route("/api/v1/trials/{id}/checkpoints", get(experiment_items::trial_checkpoints))
         .route("/api/v1/trials/time-series", get(trial_time_series::compare_trials))
+        .route("/api/v1/experiments/metrics-stream/metric-names", get(metrics_stream::metric_names))
+        .route("/api/v1/experiments/{id}/metrics-stream/batches", get(metrics_stream::metric_batches))
+        .route("/api/v1/experiments/{id}/metrics-stream/trials-snapshot", get(metrics_stream::trials_snapshot))
+        .route("/api/v1/experiments/{id}/metrics-stream/trials-sample", get(metrics_stream::trials_sample))
         .route("/api/v1/trials/metrics/trial_metrics", get(trial_metrics::trial_metrics))
         .route("/api/v1/trials/metrics/training_metrics", get(trial_metrics::training_metrics))
         .route("/api/v1/trials/metrics/validation_metrics", get(trial_metrics::validation_metrics))
@@ -195,6 +200,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/webhooks", get(webhooks::list).post(webhooks::create))
         .route("/api/v1/webhooks/{id}", axum::routing::delete(webhooks::delete).patch(webhooks::patch))
         .route("/api/v1/webhooks/{id}/test", post(webhooks::test))
+        .route("/api/v1/webhooks/custom", post(webhooks::post_custom))
         .route("/api/v1/templates", get(templates::list))
         .route(
             "/api/v1/templates/{name}",

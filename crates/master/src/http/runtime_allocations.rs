@@ -13,7 +13,9 @@ use resolute_api::runtime::{
 use super::extract::{JsonBody, QueryParams};
 use crate::error::ApiResult;
 use crate::services::RuntimeCaller;
+use crate::services::log_policies::PolicyLine;
 use crate::services::trial_runtime_allocations::LogLineIn;
+use crate::services::webhook_log_matcher::LineRef;
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/api/v1/allocations/{allocationId}/signals/preemption", tag = "Internal",
@@ -156,7 +158,16 @@ pub async fn post_logs(
             stdtype: l.stdtype,
         })
         .collect();
-    state.runtime.post_logs(&caller, lines).await?;
+    let stored = state.runtime.post_logs(&caller, lines).await?;
     state.task_logs.notify_new_lines();
+    // Shipped lines fire task-log webhooks and log policies exactly as the agent's do, once stored.
+    let refs: Vec<LineRef<'_>> =
+        stored.iter().map(|l| LineRef { task_id: &l.task_id, node_name: l.agent_id.as_deref().unwrap_or(""), log: &l.log }).collect();
+    state.webhooks.log_triggers().queue_matches(refs.into_iter()).await;
+    let policy_lines: Vec<PolicyLine<'_>> = stored
+        .iter()
+        .map(|l| PolicyLine { task_id: &l.task_id, allocation_id: l.allocation_id.as_deref(), node: l.agent_id.as_deref(), log: &l.log })
+        .collect();
+    state.log_policies.match_lines(&policy_lines).await;
     Ok(Json(Empty {}))
 }

@@ -6,15 +6,15 @@ use axum::Json;
 use axum::extract::{Path, State};
 use resolute_api::error::ErrorBody;
 use resolute_api::webhooks::{
-    EmptyWebhookResponse, GetWebhooksResponse, PatchWebhook, PostWebhookResponse, TestWebhookResponse, Trigger, TriggerType, Webhook,
-    WebhookBody, WebhookMode, WebhookType,
+    EmptyWebhookResponse, GetWebhooksResponse, PatchWebhook, PostWebhookEventDataRequest, PostWebhookResponse, TestWebhookResponse,
+    Trigger, TriggerType, Webhook, WebhookBody, WebhookMode, WebhookType,
 };
 use resolute_store::WebhookRecord;
 
 use super::experiments::parse_id;
 use super::extract::JsonBody;
-use crate::error::ApiResult;
-use crate::services::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::services::{Access, Principal, RuntimeCaller};
 use crate::state::AppState;
 
 fn wire(w: WebhookRecord) -> Webhook {
@@ -83,4 +83,36 @@ pub async fn patch(
 pub async fn test(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<TestWebhookResponse>> {
     state.webhooks.test(&caller, parse_id(&id, "id")?).await?;
     Ok(Json(TestWebhookResponse { completed: true }))
+}
+
+#[utoipa::path(post, path = "/api/v1/webhooks/custom", tag = "Webhooks", request_body = PostWebhookEventDataRequest,
+    responses((status = 200, description = "queued for every webhook with a custom trigger that reaches the experiment", body = EmptyWebhookResponse),
+        (status = 400, description = "no experiment id, a trial of another experiment, a bad level", body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+/// `core.alert` (upstream `PostWebhookEventData`): a custom event for the experiment's webhooks.
+pub async fn post_custom(
+    State(state): State<AppState>,
+    caller: RuntimeCaller,
+    JsonBody(req): JsonBody<PostWebhookEventDataRequest>,
+) -> ApiResult<Json<EmptyWebhookResponse>> {
+    let experiment_id =
+        req.experiment_id.filter(|id| *id > 0).ok_or_else(|| ApiError::invalid("experimentId: give the experiment the alert is about"))?;
+    let trial_id = req.trial_id.filter(|id| *id > 0);
+    match trial_id {
+        Some(trial_id) => {
+            let trial = state.runtime.trial_for(&caller, trial_id, Access::Write).await?;
+            if trial.experiment_id != experiment_id {
+                return Err(ApiError::invalid(format!(
+                    "trialId: trial {trial_id} belongs to experiment {}, not {experiment_id}",
+                    trial.experiment_id
+                )));
+            }
+        }
+        None => {
+            state.runtime.experiment_for(&caller, experiment_id).await?;
+        }
+    }
+    state.webhooks.post_custom(experiment_id, trial_id, req.data).await?;
+    Ok(Json(EmptyWebhookResponse {}))
 }

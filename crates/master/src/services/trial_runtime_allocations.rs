@@ -132,7 +132,8 @@ impl TrialRuntimeService {
     }
 
     /// Stores shipped log lines in one batch. A task may ship only its own lines.
-    pub async fn post_logs(&self, caller: &RuntimeCaller, lines: Vec<LogLineIn>) -> ApiResult<()> {
+    /// Stores the lines (every task checked against the caller first) and returns them as stored.
+    pub async fn post_logs(&self, caller: &RuntimeCaller, lines: Vec<LogLineIn>) -> ApiResult<Vec<NewLogLine>> {
         let mut checked_tasks: Vec<String> = Vec::new();
         let mut batch = Vec::with_capacity(lines.len());
         for (i, line) in lines.into_iter().enumerate() {
@@ -172,7 +173,8 @@ impl TrialRuntimeService {
                 stdtype: line.stdtype,
             });
         }
-        Ok(self.store.insert_logs(&batch).await?)
+        self.store.insert_logs(&batch).await?;
+        Ok(batch)
     }
 }
 

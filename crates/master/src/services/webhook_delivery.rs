@@ -224,6 +224,15 @@ impl WebhookDelivery {
                 return Ok(None);
             }
             let mut facts = self.experiment_facts(&experiment).await;
+            if let Some(custom) = &event.custom_data {
+                let custom: payloads::CustomFacts =
+                    serde_json::from_value(custom.clone()).map_err(|e| format!("reading the custom event's data: {e}"))?;
+                return Ok(Some(if slack {
+                    payloads::custom_slack(&facts, &custom, base_url)
+                } else {
+                    payloads::custom_default(&event.event_uuid, timestamp, &facts, &custom)
+                }));
+            }
             if let Some(state) = &event.experiment_state {
                 facts.state = state.trim_start_matches("STATE_").to_owned();
             }

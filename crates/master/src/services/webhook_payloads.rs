@@ -58,6 +58,8 @@ struct EventData<'a> {
     experiment: Option<&'a ExperimentFacts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     task_log: Option<&'a TaskLogFacts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    custom_data: Option<&'a CustomFacts>,
 }
 
 #[derive(Serialize)]
@@ -110,7 +112,7 @@ pub fn experiment_default(event_id: &str, timestamp: i64, experiment: &Experimen
         event_type: "EXPERIMENT_STATE_CHANGE",
         timestamp,
         condition: Condition { state: Some(&experiment.state), regex: None },
-        event_data: EventData { data: None, experiment: Some(experiment), task_log: None },
+        event_data: EventData { data: None, experiment: Some(experiment), task_log: None, custom_data: None },
     })
 }
 
@@ -121,8 +123,45 @@ pub fn task_log_default(event_id: &str, timestamp: i64, regex: &str, log: &TaskL
         event_type: "TASK_LOG",
         timestamp,
         condition: Condition { state: None, regex: Some(regex) },
-        event_data: EventData { data: None, experiment: None, task_log: Some(log) },
+        event_data: EventData { data: None, experiment: None, task_log: Some(log), custom_data: None },
     })
+}
+
+/// A custom event (`core.alert`): what the trial said.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct CustomFacts {
+    pub title: String,
+    pub description: String,
+    /// Upstream's log level name (`LOG_LEVEL_INFO`).
+    pub level: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial_id: Option<i32>,
+}
+
+/// The default payload of a custom event: the experiment and what the trial said.
+pub fn custom_default(event_id: &str, timestamp: i64, experiment: &ExperimentFacts, custom: &CustomFacts) -> Vec<u8> {
+    to_bytes(&EventPayload {
+        event_id,
+        event_type: "CUSTOM",
+        timestamp,
+        condition: Condition { state: None, regex: None },
+        event_data: EventData { data: None, experiment: Some(experiment), task_log: None, custom_data: Some(custom) },
+    })
+}
+
+/// The Slack message of a custom event: the title, the description, and where it came from.
+pub fn custom_slack(experiment: &ExperimentFacts, custom: &CustomFacts, base_url: Option<&str>) -> Vec<u8> {
+    let base_url = base_url.map(|u| u.trim_end_matches('/')).filter(|u| !u.is_empty());
+    let level = custom.level.trim_start_matches("LOG_LEVEL_");
+    let origin = match custom.trial_id {
+        Some(trial) => format!("Experiment ID `{}`, Trial ID `{trial}`", experiment.id),
+        None => format!("Experiment ID `{}`", experiment.id),
+    };
+    let mut text = format!("*{}* ({level})\n{}\n{origin}", custom.title, custom.description);
+    if let Some(base) = base_url {
+        text.push_str(&format!("\n<{base}/det/experiments/{}/overview | View the experiment>", experiment.id));
+    }
+    to_bytes(&SlackMessage { blocks: vec![SlackBlock { kind: "section", text: mrkdwn(text), fields: None }], attachments: None })
 }
 
 /// What `POST /api/v1/webhooks/{id}/test` sends to a default webhook.
@@ -132,7 +171,7 @@ pub fn test_default(event_id: &str, timestamp: i64) -> Vec<u8> {
         event_type: "EXPERIMENT_STATE_CHANGE",
         timestamp,
         condition: Condition { state: Some("COMPLETED"), regex: None },
-        event_data: EventData { data: Some("test"), experiment: None, task_log: None },
+        event_data: EventData { data: Some("test"), experiment: None, task_log: None, custom_data: None },
     })
 }
 

@@ -5,8 +5,11 @@
 
 use std::sync::Arc;
 
-use resolute_api::webhooks::{TriggerType, WebhookBody, WebhookMode, WebhookType};
-use resolute_store::{NewWebhook, NewWebhookTrigger, Store, StoreError, TRIGGER_EXPERIMENT_STATE_CHANGE, TRIGGER_TASK_LOG, WebhookRecord};
+use resolute_api::webhooks::{CustomWebhookEventData, TriggerType, WebhookBody, WebhookMode, WebhookType};
+use resolute_store::{
+    LOG_LEVELS, NewWebhook, NewWebhookTrigger, Store, StoreError, TRIGGER_CUSTOM, TRIGGER_EXPERIMENT_STATE_CHANGE, TRIGGER_TASK_LOG,
+    WebhookRecord,
+};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
@@ -21,6 +24,8 @@ use crate::error::{ApiError, ApiResult};
 
 /// A URL longer than this is refused.
 const MAX_URL_BYTES: usize = 2048;
+/// A custom event's title and description at most.
+const MAX_ALERT_TEXT_BYTES: usize = 64 * 1024;
 /// Triggers per webhook at most.
 const MAX_TRIGGERS: usize = 100;
 
@@ -118,6 +123,28 @@ impl WebhookService {
             .send_once(&webhook.url, body)
             .await
             .map_err(|e| ApiError::invalid(format!("testing webhook {id} at {}: {e}", webhook.url)))
+    }
+
+    /// Queues a custom event (`core.alert`) for the webhooks with a custom trigger that reach the
+    /// experiment; the caller's right to act for the experiment (or trial) was checked. Returns
+    /// how many events were queued.
+    pub async fn post_custom(&self, experiment_id: i32, trial_id: Option<i32>, data: Option<CustomWebhookEventData>) -> ApiResult<u64> {
+        let data = data.unwrap_or_default();
+        let title = data.title.unwrap_or_default();
+        let description = data.description.unwrap_or_default();
+        check_text("data.title", &title, MAX_ALERT_TEXT_BYTES)?;
+        check_text("data.description", &description, MAX_ALERT_TEXT_BYTES)?;
+        let level = match data.level.as_deref().filter(|l| !l.is_empty() && *l != "LOG_LEVEL_UNSPECIFIED") {
+            None => "LOG_LEVEL_INFO".to_owned(),
+            Some(l) if LOG_LEVELS.contains(&l) => l.to_owned(),
+            Some(l) => return Err(ApiError::invalid(format!("data.level must be one of {}, got {l:?}", LOG_LEVELS.join(", ")))),
+        };
+        let custom = super::webhook_payloads::CustomFacts { title, description, level, trial_id };
+        let data = serde_json::to_value(&custom).map_err(|_| ApiError::internal())?;
+        match self.store.enqueue_custom_events(experiment_id, &data).await {
+            Err(StoreError::NotFound { .. }) => Err(ApiError::not_found(format!("experiment {experiment_id} not found"))),
+            other => Ok(other?),
+        }
     }
 
     async fn get(&self, id: i32) -> ApiResult<WebhookRecord> {
@@ -255,18 +282,32 @@ fn validate_trigger(i: usize, trigger_type: Option<&str>, condition: Option<Valu
                 experiment_state: None,
             })
         }
+        Some(Some(TriggerType::Custom)) => {
+            let empty = match &condition {
+                Value::Null => true,
+                Value::Object(m) => m.is_empty(),
+                _ => false,
+            };
+            if !empty {
+                return Err(ApiError::invalid(format!(
+                    "{}: a custom trigger takes no condition (it fires on every core.alert of an experiment it reaches); got {condition}",
+                    field("condition")
+                )));
+            }
+            Ok(NewWebhookTrigger { trigger_type: TRIGGER_CUSTOM.to_owned(), condition: json!({}), experiment_state: None })
+        }
         Some(Some(other)) => Err(ApiError::invalid(format!(
-            "{}: {} is not supported by this master; use TRIGGER_TYPE_EXPERIMENT_STATE_CHANGE or TRIGGER_TYPE_TASK_LOG",
+            "{}: {} is not supported by this master; use TRIGGER_TYPE_EXPERIMENT_STATE_CHANGE, TRIGGER_TYPE_TASK_LOG or TRIGGER_TYPE_CUSTOM",
             field("triggerType"),
             other.name()
         ))),
         Some(None) => Err(ApiError::invalid(format!(
-            "{}: unknown trigger type {:?}; use TRIGGER_TYPE_EXPERIMENT_STATE_CHANGE or TRIGGER_TYPE_TASK_LOG",
+            "{}: unknown trigger type {:?}; use TRIGGER_TYPE_EXPERIMENT_STATE_CHANGE, TRIGGER_TYPE_TASK_LOG or TRIGGER_TYPE_CUSTOM",
             field("triggerType"),
             trigger_type.unwrap_or_default()
         ))),
         None => Err(ApiError::invalid(format!(
-            "{}: missing; use TRIGGER_TYPE_EXPERIMENT_STATE_CHANGE or TRIGGER_TYPE_TASK_LOG",
+            "{}: missing; use TRIGGER_TYPE_EXPERIMENT_STATE_CHANGE, TRIGGER_TYPE_TASK_LOG or TRIGGER_TYPE_CUSTOM",
             field("triggerType")
         ))),
     }

@@ -42,6 +42,7 @@ mod unmanaged;
 pub use unmanaged::UnmanagedStart;
 mod trials;
 mod users;
+mod webhook_custom_events;
 mod webhook_events;
 mod webhooks;
 mod workloads;

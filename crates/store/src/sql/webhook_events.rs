@@ -16,8 +16,8 @@ use crate::model_webhooks::{
 };
 use crate::webhook_store::WebhookStore;
 
-const EVENT_COLUMNS: &str = "id, event_uuid, webhook_id, trigger_id, experiment_id, experiment_state, task_id, node_name, log_line, status, \
-     attempts, created_ms, next_attempt_ms, finished_ms, last_error";
+const EVENT_COLUMNS: &str = "id, event_uuid, webhook_id, trigger_id, experiment_id, experiment_state, task_id, node_name, log_line, custom_data, \
+     status, attempts, created_ms, next_attempt_ms, finished_ms, last_error";
 
 /// The triggers an experiment entering a state fires: of webhooks for every workspace or for the
 /// experiment's.
@@ -46,6 +46,7 @@ struct EventRow {
     task_id: Option<String>,
     node_name: Option<String>,
     log_line: Option<String>,
+    custom_data: Option<String>,
     status: String,
     attempts: i32,
     created_ms: i64,
@@ -66,6 +67,8 @@ impl EventRow {
             task_id: self.task_id,
             node_name: self.node_name,
             log_line: self.log_line,
+            // Only `webhook_custom_events.rs` writes the column, always as JSON.
+            custom_data: self.custom_data.and_then(|text| serde_json::from_str(&text).ok()),
             // Only this module writes the column.
             status: WebhookEventStatus::parse(&self.status).unwrap_or(WebhookEventStatus::Failed),
             attempts: self.attempts,
@@ -283,6 +286,10 @@ impl WebhookStore for SqlStore {
                 .await?;
             sqlx::query_scalar::<_, String>("SELECT signing_key FROM webhook_signing_key WHERE id = 1").fetch_one(pool).await?
         }))
+    }
+
+    async fn enqueue_custom_events(&self, experiment_id: i32, data: &serde_json::Value) -> StoreResult<u64> {
+        self.enqueue_custom_events_impl(experiment_id, data).await
     }
 
     fn webhook_events_signal(&self) -> Arc<tokio::sync::Notify> {

@@ -42,6 +42,7 @@ impl Orchestrator {
         let allocation_id = format!("{task_id}.{}", earlier + 1);
         let pool = if config.resource_pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
         let request = ResourceRequest {
+            excluded_nodes: Vec::new(),
             allocation_id: allocation_id.clone(),
             task_id: task_id.to_owned(),
             job_id: record.job_id,
@@ -173,7 +174,7 @@ impl Orchestrator {
     }
 
     /// One line from the master in the task's log.
-    pub(super) async fn master_log_line(&mut self, task_id: &str, allocation_id: Option<&str>, line: &str) -> LoopResult<()> {
+    pub(in crate::cluster) async fn master_log_line(&mut self, task_id: &str, allocation_id: Option<&str>, line: &str) -> LoopResult<()> {
         self.store
             .insert_logs(&[NewLogLine {
                 task_id: task_id.to_owned(),

@@ -288,7 +288,8 @@ impl ResourceManager for AgentResourceManager {
             AllocationRequest::new(r.allocation_id.as_str(), r.task_id.as_str(), r.job_id.as_str(), r.pool.as_str(), r.slots, now)
                 .with_priority(r.priority)
                 .with_weight(r.weight)
-                .with_preemptible(r.preemptible);
+                .with_preemptible(r.preemptible)
+                .excluding(r.excluded_nodes.iter().map(|n| resolute_scheduler::AgentId::new(n.as_str())));
         self.pool(&r.pool).submit(request)?;
         self.task_ids.insert(r.allocation_id.clone(), r.task_id);
         self.pool_of.insert(r.allocation_id, r.pool);

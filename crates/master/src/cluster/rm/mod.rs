@@ -30,6 +30,8 @@ pub struct ResourceRequest {
     pub weight: f64,
     /// Whether the scheduler may preempt it (trials checkpoint; interactive tasks cannot).
     pub preemptible: bool,
+    /// Nodes it must not be placed on (a trial's `exclude_node` log policy fired there).
+    pub excluded_nodes: Vec<String>,
 }
 
 /// Where one process of an allocation runs: a node (an agent, later a pod or a Slurm node) and

@@ -23,6 +23,8 @@ pub struct ExitFacts {
     /// Failed runs so far, before this one.
     pub restarts: u32,
     pub max_restarts: u32,
+    /// A `cancel_retries` log policy fired during the run (the policy, as the log names it).
+    pub cancel_retries: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,6 +76,9 @@ pub fn decide(f: &ExitFacts) -> TrialOutcome {
     if !f.experiment.is_active() {
         return TrialOutcome::Errored { reason: failure };
     }
+    if let Some(policy) = &f.cancel_retries {
+        return TrialOutcome::Errored { reason: format!("{failure}; log policy {policy} cancelled its retries") };
+    }
     if f.restarts < f.max_restarts {
         TrialOutcome::Restart { failed: true }
     } else {
@@ -97,6 +102,7 @@ mod tests {
             invalid_hp: false,
             restarts: 0,
             max_restarts: 5,
+            cancel_retries: None,
         }
     }
 
@@ -130,6 +136,21 @@ mod tests {
         assert_eq!(decide(&ExitFacts { trial_killed: true, succeeded: false, ..facts() }), TrialOutcome::Canceled);
         assert_eq!(decide(&ExitFacts { experiment: ExperimentState::StoppingKilled, succeeded: false, ..facts() }), TrialOutcome::Canceled);
         assert_eq!(decide(&ExitFacts { invalid_hp: true, ..facts() }), TrialOutcome::InvalidHp);
+    }
+
+    #[test]
+    fn a_cancel_retries_policy_makes_the_failure_final_and_says_which() {
+        let failed = ExitFacts {
+            succeeded: false,
+            failure: Some("the process exited with code 1".into()),
+            cancel_retries: Some("\"oom\" (pattern `CUDA out of memory`)".into()),
+            ..facts()
+        };
+        let TrialOutcome::Errored { reason } = decide(&failed) else { panic!() };
+        assert!(reason.contains("log policy \"oom\"") && reason.contains("exited with code 1"), "{reason}");
+        // A clean exit or a user's cancel is unaffected.
+        assert_eq!(decide(&ExitFacts { succeeded: true, ..failed.clone() }), TrialOutcome::Completed);
+        assert_eq!(decide(&ExitFacts { trial_killed: true, ..failed }), TrialOutcome::Canceled);
     }
 
     #[test]

@@ -140,6 +140,7 @@ impl Orchestrator {
                     awaiting_checkpoint_at: None,
                     held_for_round: false,
                     round_steps: Vec::new(),
+                    log_policy: Default::default(),
                 },
             );
         }
@@ -246,6 +247,7 @@ impl Orchestrator {
                 awaiting_checkpoint_at,
                 held_for_round: false,
                 round_steps: Vec::new(),
+                log_policy: Default::default(),
             },
         );
         let exp = self.experiments.get_mut(&experiment_id).expect("checked above");

@@ -89,6 +89,8 @@ pub(in crate::cluster) struct TrialRun {
     pub held_for_round: bool,
     /// PBT: the steps of the first validation at or past each round's end (index = round).
     pub round_steps: Vec<i64>,
+    /// What its `log_policies` decided (`log_policy.rs`).
+    pub log_policy: super::log_policy::LogPolicyState,
 }
 
 impl TrialRun {

@@ -33,6 +33,7 @@ impl Orchestrator {
             priority: resources.priority.map_or(resolute_scheduler::DEFAULT_PRIORITY, u32::from),
             weight: resources.weight,
             preemptible: true,
+            excluded_nodes: trial.log_policy.excluded_nodes.iter().cloned().collect(),
         };
         self.request_allocation(AllocationOwner::Trial(trial_id), request).await?;
         if let Some(t) = self.trials.get_mut(&trial_id) {
@@ -109,6 +110,9 @@ impl Orchestrator {
             .map_err(|e| LoopError::Other(e.to_string()))?;
             tasks.push((placement.clone(), start));
         }
+        if let Some(t) = self.trials.get_mut(&trial_id) {
+            t.log_policy.placed_on = placements.iter().map(|p| p.node.clone()).collect();
+        }
         tracing::info!(trial = trial_id, allocation = allocation_id, "launching trial");
         Ok(tasks)
     }
@@ -142,6 +146,7 @@ impl Orchestrator {
             invalid_hp: trial.invalid_hp,
             restarts: trial.restarts,
             max_restarts,
+            cancel_retries: trial.log_policy.cancel_retries.clone(),
         };
         let outcome = decide(&facts);
         tracing::info!(trial = trial_id, allocation = %end.allocation_id, ?outcome, "trial run ended");
