@@ -238,12 +238,12 @@ fn typed_value(col: RunColumn, op: RunFilterOp, raw: &Value, at: &str) -> ApiRes
             let name = if s.starts_with("STATE_") { s.clone() } else { format!("STATE_{s}") };
             let state = TrialState::parse(&name).ok_or_else(|| ApiError::invalid(format!("{at}: unknown run state {s:?}")))?;
             // ACTIVE stands for every active substate, as the other state filters read it.
-            if state.is_active() && name == "STATE_ACTIVE" && matches!(op, RunFilterOp::Eq | RunFilterOp::Ne) {
+            if state == TrialState::Active && matches!(op, RunFilterOp::Eq | RunFilterOp::Ne) {
                 let list = ACTIVE_STATE_NAMES.iter().map(|s| (*s).to_owned()).collect();
                 let op = if op == RunFilterOp::Eq { RunFilterOp::In } else { RunFilterOp::NotIn };
                 return Ok((op, RunFilterValue::TextList(list)));
             }
-            RunFilterValue::Text(name)
+            RunFilterValue::Text(state.as_str().to_owned())
         }
         ExperimentName | ExperimentDescription | User | SearcherType | SearcherMetric | ResourcePool | Tags => {
             RunFilterValue::Text(text()?)
