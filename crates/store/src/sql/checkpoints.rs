@@ -86,7 +86,7 @@ impl SqlStore {
             }
         }
         let failure = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let mut seen = HashSet::new();
             let mut failure = None;
             for (i, c) in checkpoints.iter().enumerate() {

@@ -18,7 +18,7 @@ impl SqlStore {
     async fn set_cluster_message_impl(&self, m: NewClusterMessage) -> StoreResult<ClusterMessageRecord> {
         StoreError::reject_nul("message", &m.message)?;
         let record = on_pool!(self, pool => {
-            let mut tx = if matches!(self.pool, super::Pool::Sqlite(_)) { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             sqlx::query("DELETE FROM cluster_messages").execute(&mut *tx).await?;
             let record: ClusterMessageRecord = sqlx::query_as(INSERT_MESSAGE)
                 .bind(m.created_by)

@@ -77,7 +77,7 @@ impl SqlStore {
         let (config, extra) = (t.config.to_string(), t.extra.to_string());
         let outcome: Result<CommandRow, CreateFailure> = on_pool!(self, pool => {
             // Dropping the transaction on a failure rolls back: neither row stays.
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let task = sqlx::query(INSERT_TASK)
                 .bind(&t.task_id)
                 .bind(&t.task_type)
@@ -163,7 +163,7 @@ impl SqlStore {
         StoreError::reject_nul("exit status", exit_status)?;
         findable("task", task_id)?;
         let done = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let done = sqlx::query("UPDATE command_tasks SET exit_status = $2 WHERE task_id = $1")
                 .bind(task_id)
                 .bind(exit_status)

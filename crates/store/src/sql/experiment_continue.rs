@@ -27,7 +27,7 @@ impl SqlStore {
             "UPDATE tasks SET end_time = NULL WHERE task_id IN (SELECT task_id FROM trials WHERE experiment_id = $1 AND id IN ({ids}))"
         );
         let done = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let done = sqlx::query(
                 "UPDATE experiments SET state = $3, config = $4, progress = 0, end_time = NULL WHERE id = $1 AND state = $2",
             )

@@ -290,7 +290,7 @@ impl SqlStore {
         let delete_logs = format!("DELETE FROM task_logs WHERE task_id IN ({TRIAL_TASKS})");
         let delete_tasks = format!("DELETE FROM tasks WHERE task_id IN ({TRIAL_TASKS})");
         let done = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             sqlx::query(AssertSqlSafe(delete_logs.as_str())).bind(id).execute(&mut *tx).await?;
             sqlx::query(AssertSqlSafe(delete_tasks.as_str())).bind(id).execute(&mut *tx).await?;
             // Trials, metrics and checkpoints follow by ON DELETE CASCADE.

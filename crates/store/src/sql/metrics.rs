@@ -159,7 +159,7 @@ impl SqlStore {
         let sqlite = matches!(self.pool, Pool::Sqlite(_));
         let lock_tail = if sqlite { "" } else { " ORDER BY id FOR UPDATE" };
         on_pool!(self, pool => {
-            let mut tx = if sqlite { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             let mut trials: BTreeMap<i32, LockedTrial> = BTreeMap::new();
             for chunk in trial_ids.chunks(IDS_PER_STATEMENT) {
                 let mut args = Args::default();
@@ -282,7 +282,7 @@ impl SqlStore {
         let ids: Vec<i32> = due.iter().map(|d| d.trial_id).collect();
         let written: StoreResult<Vec<bool>> = async {
             on_pool!(self, pool => {
-                let mut tx = pool.begin().await?;
+                let mut tx = super::begin_write!(self, pool);
                 let mut written = Vec::with_capacity(due.len());
                 // In id order, as the batches lock rows.
                 for d in &due {
@@ -324,7 +324,7 @@ impl SqlStore {
         });
         for &(id,) in &ids {
             on_pool!(self, pool => {
-                let mut tx = pool.begin().await?;
+                let mut tx = super::begin_write!(self, pool);
                 let row: Option<(String, i64, Option<f64>)> = sqlx::query_as(LOCK_TRIAL).bind(id).fetch_optional(&mut *tx).await?;
                 if let Some((summary, total_batches, best_validation)) = row {
                     recompute_trial!(tx, id, summary, total_batches, best_validation);
@@ -346,7 +346,7 @@ impl SqlStore {
         group: Option<&str>,
     ) -> StoreResult<u64> {
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let row: Option<(String, i64, Option<f64>)> = sqlx::query_as(LOCK_TRIAL).bind(trial_id).fetch_optional(&mut *tx).await?;
             let Some((summary, total_batches, best_validation)) = row else {
                 return Err(StoreError::not_found("trial", trial_id));

@@ -97,6 +97,17 @@ macro_rules! on_pool {
 }
 pub(crate) use on_pool;
 
+/// Begins a transaction on `pool` (inside `on_pool!`). On SQLite it is `BEGIN IMMEDIATE`: a
+/// deferred transaction that read first fails at once with "database is locked" when another
+/// connection (the metrics writer, a login) wrote in between, where an immediate one waits its
+/// turn under the busy timeout (STYLE.md §7). Every store transaction writes, so all use this.
+macro_rules! begin_write {
+    ($store:expr, $pool:ident) => {
+        if matches!($store.pool, $crate::sql::Pool::Sqlite(_)) { $pool.begin_with("BEGIN IMMEDIATE").await? } else { $pool.begin().await? }
+    };
+}
+pub(crate) use begin_write;
+
 pub(crate) enum Pool {
     Sqlite(SqlitePool),
     Postgres(PgPool),

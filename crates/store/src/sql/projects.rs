@@ -71,7 +71,7 @@ impl SqlStore {
         };
         const SQL: &str = "INSERT INTO projects (name, description, workspace_id, user_id, key) VALUES ($1, $2, $3, $4, $5) RETURNING id";
         let id = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let name_taken: Option<i32> = sqlx::query_scalar("SELECT id FROM projects WHERE workspace_id = $1 AND name = $2")
                 .bind(p.workspace_id).bind(&p.name).fetch_optional(&mut *tx).await?;
             if name_taken.is_some() {
@@ -163,7 +163,7 @@ impl SqlStore {
         let notes = p.notes.as_ref().map(ToString::to_string);
         let key = p.key.as_ref().map(|k| k.to_ascii_uppercase());
         let written = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             if let Some(name) = &p.name {
                 let taken: Option<i32> = sqlx::query_scalar(
                     "SELECT id FROM projects WHERE name = $2 AND id <> $1 AND workspace_id = (SELECT workspace_id FROM projects WHERE id = $1)",
@@ -209,7 +209,7 @@ impl SqlStore {
             "DELETE FROM projects WHERE id = $1".to_owned(),
         ];
         let outcome = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let unfinished: Vec<i32> = sqlx::query_scalar(AssertSqlSafe(blocking.as_str())).bind(id).fetch_all(&mut *tx).await?;
             if let Some(reason) = refusal(&unfinished, &[]) {
                 sqlx::query("UPDATE projects SET state = $2, error_message = $3 WHERE id = $1")

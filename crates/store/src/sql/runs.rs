@@ -154,7 +154,7 @@ impl SqlStore {
              WHERE c.trial_id IN ({list}) ORDER BY c.trial_id"
         );
         let outcome = on_pool!(self, pool => {
-            let mut tx = if matches!(self.pool, super::Pool::Sqlite(_)) { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             let registered: Vec<Option<i32>> =
                 bind_args!(sqlx::query_scalar(AssertSqlSafe(registered_sql.as_str())), args).fetch_all(&mut *tx).await?;
             let registered: Vec<i32> = registered.into_iter().flatten().collect();

@@ -85,7 +85,7 @@ impl SqlStore {
         }
         per_task.sort_unstable();
         on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let mut numbered = Vec::with_capacity(chunks.len());
             for (task_id, lines) in &per_task {
                 let last: i64 = sqlx::query_scalar(RESERVE_SEQ).bind(*task_id).bind(*lines).fetch_one(&mut *tx).await?;

@@ -103,7 +103,7 @@ impl SqlStore {
              VALUES ($1, $2, $3, 'STATE_PAUSED', $4, 0, $5, 0, $6) RETURNING {TRIAL_COLUMNS}"
         );
         let row: TrialRow = on_pool!(self, pool => {
-            let mut tx = if matches!(self.pool, super::Pool::Sqlite(_)) { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             let existing = match &t.external_trial_id {
                 Some(external) => sqlx::query_as::<_, TrialRow>(AssertSqlSafe(find.as_str()))
                     .bind(t.experiment_id)
@@ -161,7 +161,7 @@ impl SqlStore {
     /// no end time; the experiment's state follows.
     pub(crate) async fn start_unmanaged_trial_impl(&self, id: i32, resume: bool, at: DateTime<Utc>) -> StoreResult<UnmanagedStart> {
         let outcome = on_pool!(self, pool => {
-            let mut tx = if matches!(self.pool, super::Pool::Sqlite(_)) { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             let row: Option<(i32, i32)> =
                 sqlx::query_as("SELECT run_id, experiment_id FROM trials WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
             let Some((run_id, experiment_id)) = row else { return Err(StoreError::not_found("trial", id)) };
@@ -194,7 +194,7 @@ impl SqlStore {
     pub(crate) async fn touch_unmanaged_trial_impl(&self, id: i32, state: Option<&str>, at: DateTime<Utc>) -> StoreResult<()> {
         let terminal = state.is_some_and(|s| TERMINAL.contains(&s));
         on_pool!(self, pool => {
-            let mut tx = if matches!(self.pool, super::Pool::Sqlite(_)) { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             let row: Option<(i32,)> = sqlx::query_as("SELECT experiment_id FROM trials WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
             let Some((experiment_id,)) = row else { return Err(StoreError::not_found("trial", id)) };
             match state {
@@ -234,7 +234,7 @@ impl SqlStore {
     /// in ERROR at their last heartbeat; returns their ids.
     pub(crate) async fn mark_lost_unmanaged_trials_impl(&self, cutoff: DateTime<Utc>, at: DateTime<Utc>) -> StoreResult<Vec<i32>> {
         let lost = on_pool!(self, pool => {
-            let mut tx = if matches!(self.pool, super::Pool::Sqlite(_)) { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             let lost: Vec<(i32, i32)> = sqlx::query_as(
                 "UPDATE trials SET state = 'STATE_ERROR', end_time = last_activity \
                  WHERE state = 'STATE_RUNNING' AND last_activity < $1 \

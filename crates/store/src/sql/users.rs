@@ -131,7 +131,7 @@ impl SqlStore {
         let updated = on_pool!(self, pool => {
             // SQLite: take the write lock first, so the admin count below cannot change before
             // the update. PostgreSQL: `FOR UPDATE` on the active admins does the same.
-            let mut tx = if sqlite { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             if removes_admin {
                 let lock = if sqlite { "" } else { " FOR UPDATE" };
                 let admins_sql = format!("SELECT id FROM users WHERE admin AND active ORDER BY id{lock}");

@@ -20,12 +20,9 @@ impl SqlStore {
         let now_ms = Utc::now().timestamp_millis();
         // serde_json escapes NUL, so the text is storable on both backends.
         let text = data.to_string();
-        // The transaction reads before it writes: SQLite takes the write lock up front (`BEGIN
-        // IMMEDIATE`, waiting out the busy timeout), since a deferred transaction that read first
-        // fails at once with "database is locked" when another connection wrote meanwhile.
-        let sqlite = matches!(self.pool, super::Pool::Sqlite(_));
+        // The transaction reads before it writes (`begin_write!`: IMMEDIATE on SQLite).
         let queued: u64 = on_pool!(self, pool => {
-            let mut tx = if sqlite { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             let exists: Option<i32> =
                 sqlx::query_scalar("SELECT id FROM experiments WHERE id = $1").bind(experiment_id).fetch_optional(&mut *tx).await?;
             if exists.is_none() {

@@ -109,7 +109,7 @@ impl SqlStore {
         let read_sql =
             if sqlite { "SELECT state FROM experiments WHERE id = $1" } else { "SELECT state FROM experiments WHERE id = $1 FOR UPDATE" };
         let queued: Option<usize> = on_pool!(self, pool => {
-            let mut tx = if sqlite { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             let before: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(read_sql)).bind(id).fetch_optional(&mut *tx).await?;
             let Some(before) = before else {
                 return Err(StoreError::not_found("experiment", id));
@@ -166,7 +166,7 @@ impl SqlStore {
         }
         let now_ms = Utc::now().timestamp_millis();
         let queued: u64 = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let mut queued = 0;
             for e in events {
                 let dedupe = format!("log:{}:{}", e.trigger_id, e.task_id.replace('\0', ""));

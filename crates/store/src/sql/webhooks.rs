@@ -74,7 +74,7 @@ impl SqlStore {
         let conditions: Vec<String> = w.triggers.iter().map(|t| t.condition.to_string()).collect();
         let id: i32 = on_pool!(self, pool => {
             // Dropping the transaction on a failure rolls back: no webhook without its triggers.
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let id: i32 = sqlx::query_scalar(
                 "INSERT INTO webhooks (name, url, webhook_type, mode, workspace_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
             )
@@ -133,7 +133,7 @@ impl SqlStore {
 
     pub(crate) async fn delete_webhook_impl(&self, id: i32) -> StoreResult<()> {
         let done = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             // Explicit, so the queue empties even where foreign keys are not enforced.
             sqlx::query("DELETE FROM webhook_events WHERE webhook_id = $1").bind(id).execute(&mut *tx).await?;
             sqlx::query("DELETE FROM webhook_triggers WHERE webhook_id = $1").bind(id).execute(&mut *tx).await?;

@@ -20,7 +20,7 @@ impl SqlStore {
         let open_tasks = "SELECT c.task_id FROM command_tasks c JOIN tasks t ON t.task_id = c.task_id \
              WHERE c.workspace_id = $1 AND t.end_time IS NULL ORDER BY c.task_id";
         let outcome = on_pool!(self, pool => {
-            let mut tx = if matches!(self.pool, super::Pool::Sqlite(_)) { pool.begin_with("BEGIN IMMEDIATE").await? } else { pool.begin().await? };
+            let mut tx = super::begin_write!(self, pool);
             let unfinished: Vec<i32> = sqlx::query_scalar(AssertSqlSafe(blocking.as_str())).bind(id).fetch_all(&mut *tx).await?;
             let open: Vec<String> = sqlx::query_scalar(open_tasks).bind(id).fetch_all(&mut *tx).await?;
             let reason = refusal(&unfinished, &open);

@@ -139,7 +139,7 @@ impl SqlStore {
             "DELETE FROM templates WHERE workspace_id = $1".to_owned(),
         ];
         let outcome = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = super::begin_write!(self, pool);
             let unfinished: Vec<i32> = sqlx::query_scalar(AssertSqlSafe(blocking.as_str())).bind(id).fetch_all(&mut *tx).await?;
             let open: Vec<String> = sqlx::query_scalar(open_tasks).bind(id).fetch_all(&mut *tx).await?;
             if let Some(reason) = refusal(&unfinished, &open) {
