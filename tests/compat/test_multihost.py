@@ -1,0 +1,61 @@
+"""Several hosts on one machine (tests/compat/netns.py): the harness itself, and agents on other
+hosts — each in its own network namespace with its own address, reaching the master over the
+bridge (never loopback) with the join secret — registering with their real addresses and running
+trials whose processes reach the master at the address their agent used."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from experiments import wait_for
+from netns import Network, heal, partition
+
+LISTEN = (
+    "import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1);"
+    " s.bind(('0.0.0.0', 7777)); s.listen(8); print('listening', flush=True)\n"
+    "while True:\n c,_=s.accept(); c.sendall(b'hello from '+sys.argv[1].encode()); c.close()"
+)
+DIAL = (
+    "import socket,sys\n"
+    "try:\n c=socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2); print(c.recv(100).decode())\n"
+    "except OSError as e:\n print('unreachable', e); sys.exit(3)"
+)
+
+
+def dial(host, ip: str, port: int) -> subprocess.CompletedProcess:
+    return host.run([sys.executable, "-c", DIAL, ip, str(port)], timeout=30)
+
+
+def test_hosts_have_their_own_addresses_reach_each_other_and_partition(netns_network: Network) -> None:
+    net = netns_network
+    a, b = net.host("a"), net.host("b")
+    assert a.ip != b.ip and a.ip.endswith(".11") and b.ip.endswith(".12")
+    shown = a.run(["ip", "-4", "-o", "addr", "show", "eth0"])
+    assert f"inet {a.ip}/24" in shown.stdout, shown.stdout + shown.stderr
+
+    server = a.popen([sys.executable, "-u", "-c", LISTEN, "a"], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None and server.stdout.readline().strip() == "listening"
+    # b reaches a at a's address; a's service is not on b's loopback (separate stacks).
+    assert dial(b, a.ip, 7777).stdout.strip() == "hello from a"
+    assert dial(b, "127.0.0.1", 7777).returncode == 3
+    # The host (where a master runs) reaches the namespace, and the namespace the host's bridge side.
+    assert subprocess.run([sys.executable, "-c", DIAL, a.ip, "7777"], capture_output=True, text=True).stdout.strip() == "hello from a"
+
+    partition(a)
+    assert dial(b, a.ip, 7777).returncode == 3
+    heal(a)
+    assert wait_for("a to be reachable again", lambda: dial(b, a.ip, 7777).stdout.strip() == "hello from a", 20)
+
+
+def test_close_leaves_no_namespace_bridge_or_process(tmp_path: Path, netns_network: Network) -> None:
+    net = Network(tmp_path / "own")
+    host = net.host("x")
+    sleeper = host.popen(["sleep", "600"])
+    ns, bridge = host.netns, net.bridge
+    net.close()
+    net.close()  # idempotent
+    assert sleeper.poll() is not None
+    assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode != 0
+    # The fixture's network is unaffected by another network's teardown.
+    assert netns_network.host("still").ip.startswith(netns_network.gateway.rsplit(".", 1)[0])
