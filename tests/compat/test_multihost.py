@@ -3,11 +3,16 @@ hosts — each in its own network namespace with its own address, reaching the m
 bridge (never loopback) with the join secret — registering with their real addresses and running
 trials whose processes reach the master at the address their agent used."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from experiments import wait_for
+import pytest
+from determined.common.api import bindings
+
+from conftest import DetCli, Master
+from experiments import IRIS, ExpState, create, metrics, sdk, trial_logs, wait_for, wait_state, write_config
 from netns import Network, heal, partition
 
 LISTEN = (
@@ -59,3 +64,62 @@ def test_close_leaves_no_namespace_bridge_or_process(tmp_path: Path, netns_netwo
     assert subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode != 0
     # The fixture's network is unaffected by another network's teardown.
     assert netns_network.host("still").ip.startswith(netns_network.gateway.rsplit(".", 1)[0])
+
+
+@pytest.mark.experiments
+def test_agents_on_two_hosts_register_their_addresses_and_run_trials(
+    tmp_path: Path, netns_network: Network, isolated_client_config: Path
+) -> None:
+    master = Master(tmp_path / "master")
+    try:
+        det = DetCli(master.url, isolated_client_config)
+        net = netns_network
+        hosts = [net.host("alpha"), net.host("beta")]
+        agents = [h.start_agent(master, slots=1) for h in hosts]
+        for agent in agents:
+            agent.wait_registered(master.url)
+
+        # Each agent is listed with the address it reached the master from, not loopback.
+        session = sdk(master)._session
+        listed = {a.id: a for a in bindings.get_GetAgents(session).agents or []}
+        for host in hosts:
+            assert listed[host.name].addresses == [host.ip], listed[host.name].to_json()
+            assert len(listed[host.name].slots or {}) == 1
+
+        # Two one-slot trials on two one-slot agents: one per agent. Each reports where it ran and which master
+        # address it was given; training metrics prove its process reached the master from there.
+        config = write_config(
+            IRIS / "const.yaml",
+            tmp_path / "two.yaml",
+            tmp_path / "checkpoints",
+            name="two-hosts",
+            entrypoint=["sh", "-c", 'echo "placed on $DET_AGENT_ID with DET_MASTER=$DET_MASTER"; exec python3 model_def.py'],
+            searcher={
+                "name": "random",
+                "max_trials": 2,
+                "max_concurrent_trials": 2,
+                "max_length": {"batches": 100},
+                "metric": "val_categorical_accuracy",
+                "smaller_is_better": False,
+            },
+            hyperparameters={"learning_rate": {"type": "double", "minval": 1e-4, "maxval": 1e-3}},
+            min_validation_period={"batches": 100},
+        )
+        exp = sdk(master).get_experiment(create(det, config, IRIS))
+        try:
+            wait_state(exp, {ExpState.COMPLETED}, timeout=240)
+        except AssertionError:
+            for trial in exp.list_trials():
+                print(f"--- trial {trial.id} logs:\n{trial_logs(det, trial.id)[-3000:]}")
+            print("\n".join(f"--- agent {a.agent_id} log:\n{a.log_tail()}" for a in agents))
+            raise
+        placed = {}
+        for trial in exp.list_trials():
+            logs = trial_logs(det, trial.id)
+            m = re.search(r"placed on ([\w-]+) with DET_MASTER=(https?://\S+)", logs)
+            assert m, logs[-3000:]
+            placed[m.group(1)] = m.group(2)
+            assert metrics(trial, "training"), f"trial {trial.id} reported no metrics"
+        assert placed == {h.name: net.master_url(master) for h in hosts}, placed
+    finally:
+        master.close()
