@@ -164,5 +164,20 @@ def test_only_admins_change_agents_and_unknown_ones_are_not_found(
         # Enabling is idempotent and answers the agent.
         det.ok("agent", "enable", "solo")
         det.ok("slot", "enable", "solo", "0")
+
+        # Our CLI makes the same calls.
+        ours = det.ours("agent", "disable", "--drain", "solo")
+        assert ours.returncode == 0 and "Disabled agent solo." in ours.stderr, ours
+        assert "No tasks in progress on draining nodes." in ours.stdout, ours
+        assert (agents_json(det)["solo"]["enabled"], agents_json(det)["solo"]["draining"]) == (False, True)
+        ours = det.ours("slot", "disable", "solo", "1")
+        assert ours.returncode == 0 and "Disabled slot 1 of agent solo" in ours.stdout, ours
+        enabled = {s["slot_id"]: s["enabled"] for s in json.loads(det.ok("slot", "list", "--json"))}
+        assert enabled == {"0": True, "1": False}, enabled
+        assert det.ours("agent", "enable", "--all").returncode == 0
+        assert det.ours("slot", "enable", "solo", "1").returncode == 0
+        assert (agents_json(det)["solo"]["enabled"], agents_json(det)["solo"]["draining"]) == (True, False)
+        missing = det.ours("agent", "disable", "nosuch")
+        assert missing.returncode != 0 and "not found" in missing.stderr, missing
     finally:
         master.close()

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import requests
 from determined.common.api import bindings
 
 from conftest import DetCli, Master
@@ -123,3 +124,29 @@ def test_agents_on_two_hosts_register_their_addresses_and_run_trials(
         assert placed == {h.name: net.master_url(master) for h in hosts}, placed
     finally:
         master.close()
+
+
+@pytest.mark.experiments
+def test_a_notebook_on_another_host_is_reached_through_the_master_proxy(
+    tmp_path: Path, netns_network: Network, isolated_client_config: Path
+) -> None:
+    """The proxy target is the agent's own address: a notebook in a namespace listens there (not
+    on the namespace's loopback, which the master cannot reach) and serves through `/proxy/<id>/`."""
+    from test_notebooks import run_in_kernel, start_upstream, token
+
+    master = Master(tmp_path / "master")
+    try:
+        host = netns_network.host("gamma")
+        host.start_agent(master, slots=1).wait_registered(master.url)
+        det = DetCli(master.url, isolated_client_config)
+        det.login("determined")
+        nb = start_upstream(det)
+        bearer = token(master, "determined")
+        status = requests.get(f"{master.url}/proxy/{nb}/api/status", headers={"Authorization": f"Bearer {bearer}"}, timeout=30)
+        assert status.status_code == 200, status.text
+        where = run_in_kernel(master, bearer, nb, "import os, socket; print(os.environ['DET_AGENT_ID'], os.environ['DET_MASTER'])")
+        assert where.split() == ["gamma", netns_network.master_url(master)], where
+        det.ok("notebook", "kill", nb)
+    finally:
+        master.close()
+
