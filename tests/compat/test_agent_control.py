@@ -129,7 +129,7 @@ def test_disable_moves_the_trial_drain_lets_it_finish_slot_disable_and_restart(
         master.close()
 
 
-def test_only_admins_change_agents_and_unknown_ones_are_not_found(
+def test_only_admins_change_agents_unknown_ones_are_not_found_and_commands_are_killed(
     tmp_path: Path, netns_network: Network, isolated_client_config: Path
 ) -> None:
     master = Master(tmp_path / "master")
@@ -164,6 +164,14 @@ def test_only_admins_change_agents_and_unknown_ones_are_not_found(
         # Enabling is idempotent and answers the agent.
         det.ok("agent", "enable", "solo")
         det.ok("slot", "enable", "solo", "0")
+
+        # A command cannot checkpoint: disabling its agent kills it (a drain would have let it run).
+        task_id = det.ok("cmd", "run", "-d", "sleep 600").strip()
+        wait_for("the command to run on solo", lambda: running_on(master) == {"solo": 1}, 60)
+        det.ok("agent", "disable", "solo")
+        wait_for("the command to be killed", lambda: "TERMINATED" in det.ok("cmd", "describe", task_id), 60)
+        assert running_on(master) == {}, containers_on(master)
+        det.ok("agent", "enable", "solo")
 
         # Our CLI makes the same calls.
         ours = det.ours("agent", "disable", "--drain", "solo")
