@@ -70,7 +70,7 @@ impl FakeAgent {
                 hostname: "localhost".into(),
                 tasks_reattached,
                 addresses: vec![],
-                unix_user: None,
+                unix_user: None,                running_tasks: vec![],
             }))
             .await;
         Ok(agent)
