@@ -53,7 +53,8 @@ impl FakeAgent {
             hostname: "localhost".into(),
             tasks_reattached: vec![],
             addresses: vec![],
-            unix_user: None,            running_tasks: vec![],
+            unix_user: None,
+            running_tasks: vec![],
         };
         agent.send(&AgentToMaster::AgentStarted(started)).await?;
         Ok(agent)

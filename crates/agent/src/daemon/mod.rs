@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use resolute_api::agent_protocol::{
-    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MasterToAgent, RunningTask, StartTask, TaskArchiveChunk,
+    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MasterToAgent, RunningTask, StartTask,
+    TaskArchiveChunk,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;

@@ -46,7 +46,11 @@ pub(crate) fn candidates_sql(count: usize, placeholder: impl Fn(usize) -> String
 }
 
 /// Marks as repeated each admitted report equal to a stored one or to an earlier one of the batch.
-pub(crate) fn mark_repeats(reports: &[&NewMetricReport], admissions: &mut [MetricAdmission], stored: HashSet<ReportKey>) -> StoreResult<()> {
+pub(crate) fn mark_repeats(
+    reports: &[&NewMetricReport],
+    admissions: &mut [MetricAdmission],
+    stored: HashSet<ReportKey>,
+) -> StoreResult<()> {
     let mut seen = stored;
     for (r, admission) in reports.iter().zip(admissions.iter_mut()) {
         if *admission != MetricAdmission::Stored {

@@ -45,44 +45,39 @@ impl Orchestrator {
 /// resource manager for.
 fn command_plan(record: CommandTaskRecord, allocation_id: String) -> LoopResult<(CommandRun, ResourceRequest)> {
     let task_type =
-            TaskType::parse(&record.task_type).ok_or_else(|| LoopError::Other(format!("unknown task type {}", record.task_type)))?;
-        let config = parse_task_config(&record.config, 0, &record.description, false)
-            .map_err(|errors| LoopError::Other(format!("stored task config no longer validates: {errors:?}")))?;
-        let (service, files) = from_extra(&record.extra);
-        let pool = if config.resource_pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
-        let request = ResourceRequest {
-            excluded_nodes: Vec::new(),
-            allocation_id: allocation_id.clone(),
-            task_id: record.task_id.clone(),
-            job_id: record.job_id,
-            pool,
-            slots: config.slots,
-            priority: record
-                .priority
-                .and_then(|p| u32::try_from(p).ok())
-                .or(config.priority)
-                .unwrap_or(resolute_scheduler::DEFAULT_PRIORITY),
-            weight: config.weight,
-            // An interactive task cannot checkpoint: the scheduler must not take its slots.
-            preemptible: false,
-        };
-        let run = CommandRun {
-            task_type,
-            config,
-            owner: record.owner_username,
-            owner_id: record.owner_id,
-            service,
-            files,
-            service_address: None,
-            allocation: Some(allocation_id),
-            killed: false,
-            pausing: false,
-        };
-        Ok((run, request))
+        TaskType::parse(&record.task_type).ok_or_else(|| LoopError::Other(format!("unknown task type {}", record.task_type)))?;
+    let config = parse_task_config(&record.config, 0, &record.description, false)
+        .map_err(|errors| LoopError::Other(format!("stored task config no longer validates: {errors:?}")))?;
+    let (service, files) = from_extra(&record.extra);
+    let pool = if config.resource_pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
+    let request = ResourceRequest {
+        excluded_nodes: Vec::new(),
+        allocation_id: allocation_id.clone(),
+        task_id: record.task_id.clone(),
+        job_id: record.job_id,
+        pool,
+        slots: config.slots,
+        priority: record.priority.and_then(|p| u32::try_from(p).ok()).or(config.priority).unwrap_or(resolute_scheduler::DEFAULT_PRIORITY),
+        weight: config.weight,
+        // An interactive task cannot checkpoint: the scheduler must not take its slots.
+        preemptible: false,
+    };
+    let run = CommandRun {
+        task_type,
+        config,
+        owner: record.owner_username,
+        owner_id: record.owner_id,
+        service,
+        files,
+        service_address: None,
+        allocation: Some(allocation_id),
+        killed: false,
+        pausing: false,
+    };
+    Ok((run, request))
 }
 
 impl Orchestrator {
-
     /// One process per placement, with the task's environment, context and a fresh token.
     pub(in crate::cluster) async fn command_start_tasks(
         &mut self,
