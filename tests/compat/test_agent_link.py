@@ -218,8 +218,10 @@ def test_agent_outlives_an_unreachable_master_and_its_task_finishes(
         relay.close()
 
 
-def test_agent_finds_a_restarted_master_by_itself(fresh_master: Master, isolated_client_config: Path, tmp_path: Path) -> None:
-    master = fresh_master
+def test_agent_finds_a_restarted_master_by_itself(isolated_client_config: Path, tmp_path: Path) -> None:
+    # Reattachment off: the restarted master ends what the old one ran (test_fault_tolerance.py
+    # has the default, where it reattaches them).
+    master = Master(tmp_path / "master", config_yaml="agent_reattach_wait: 0\n")
     det = DetCli(master.url, isolated_client_config)
     agent = Agent(master, tmp_path / "agent", slots=2)
     try:
@@ -251,6 +253,7 @@ def test_agent_finds_a_restarted_master_by_itself(fresh_master: Master, isolated
         assert agent.proc.poll() is None, agent.log_tail()
     finally:
         agent.stop()
+        master.close()
 
 
 def alive(pid: int) -> bool:

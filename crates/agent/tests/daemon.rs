@@ -154,13 +154,21 @@ async fn a_master_that_forgot_a_task_hears_of_it_and_decides() {
     let agent = spawn_agent(&master, |c| c.agent_reconnect_backoff = Some(Duration::from_millis(50)));
     let mut conn = master.accept().await;
     conn.register(vec![]).await;
-    conn.send(MasterToAgent::StartTask(Box::new(start_task("orphan", shell("sleep 600")))));
+    let start = start_task("orphan", shell("sleep 600"));
+    conn.send(MasterToAgent::StartTask(Box::new(start.clone())));
     until_running(&mut conn, "orphan").await;
     conn.drop_connection();
-    // A restarted master expects nothing here; the agent still names what runs, so it can be killed.
+    // A restarted master expects nothing here; the agent still names what runs, so it can be
+    // killed — or, with what it needs to re-adopt it (allocation, slots), reattached.
     let mut conn = master.accept().await;
     let started = conn.register(vec![]).await;
     assert_eq!(started.tasks_reattached, ["orphan"]);
+    let running: Vec<(&str, &str, &str, &[u32])> = started
+        .running_tasks
+        .iter()
+        .map(|t| (t.container_id.as_str(), t.allocation_id.as_str(), t.task_id.as_str(), t.slot_ids.as_slice()))
+        .collect();
+    assert_eq!(running, [("orphan", start.allocation_id.as_str(), start.task_id.as_str(), start.slot_ids.as_slice())]);
     conn.send(MasterToAgent::KillTask { container_id: "orphan".into() });
     let (states, _) = until_terminated(&mut conn, "orphan").await;
     assert_eq!(exit_of(&states).signal, Some(9));

@@ -129,6 +129,26 @@ pub struct AgentStarted {
     /// logs in as).
     #[serde(default)]
     pub unix_user: Option<AgentUnixUser>,
+    /// Ours: what a restarted master needs to re-adopt each task still running here (it knows the
+    /// allocations from its store, not the container ids): one entry per running task.
+    #[serde(default)]
+    pub running_tasks: Vec<RunningTask>,
+}
+
+/// A task an agent still runs when it (re)registers: enough for a master that restarted to
+/// re-adopt it into its allocation (`cluster/reattach.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunningTask {
+    pub container_id: String,
+    pub allocation_id: String,
+    pub task_id: String,
+    pub slot_ids: Vec<u32>,
+    /// Each `port_env` name → the port chosen for it at start.
+    #[serde(default)]
+    pub ports: BTreeMap<String, u16>,
+    /// Its readiness line was seen (or it has no readiness pattern and runs).
+    #[serde(default)]
+    pub ready: bool,
 }
 
 /// An agent's Unix account, in the shape of upstream's agent user group (`v1Shell.agentUserGroup`).

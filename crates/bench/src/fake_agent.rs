@@ -54,6 +54,7 @@ impl FakeAgent {
             tasks_reattached: vec![],
             addresses: vec![],
             unix_user: None,
+            running_tasks: vec![],
         };
         agent.send(&AgentToMaster::AgentStarted(started)).await?;
         Ok(agent)

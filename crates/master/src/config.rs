@@ -122,6 +122,16 @@ pub static SETTINGS: &[Setting] = &[
         SettingKind::Count,
         "seconds without proxied traffic after which a TensorBoard is killed (default 300; 0 never)",
     ),
+    setting(
+        "agent_reconnect_wait",
+        SettingKind::Count,
+        "seconds a disconnected agent keeps its tasks and slots before they restart elsewhere (default 25)",
+    ),
+    setting(
+        "agent_reattach_wait",
+        SettingKind::Count,
+        "seconds a restarted master waits for agents to reattach the tasks they still run (default 60; 0 ends them at once)",
+    ),
 ];
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -140,6 +150,12 @@ pub struct MasterConfig {
     pub log: LogConfig,
     /// Seconds a TensorBoard may go without proxied traffic before it is killed; 0 never.
     pub tensorboard_timeout: u32,
+    /// Seconds a disconnected agent keeps its tasks and slots (upstream's `agent_reconnect_wait`,
+    /// 25 s); past it, its trials restart elsewhere from their checkpoints.
+    pub agent_reconnect_wait: u32,
+    /// Ours: seconds a restarted master keeps the allocations that were running open for their
+    /// agents to reattach them (upstream's `agent_reattach_enabled`, as a window); 0 ends them.
+    pub agent_reattach_wait: u32,
     /// Kept as written; read by `services::task_container_defaults`, which warns about the keys
     /// it cannot apply.
     pub task_container_defaults: Option<Value>,
@@ -291,6 +307,8 @@ impl Default for MasterConfig {
             checkpoint_storage: None,
             log: LogConfig::default(),
             tensorboard_timeout: 300,
+            agent_reconnect_wait: 25,
+            agent_reattach_wait: 60,
             task_container_defaults: None,
             pool_task_container_defaults: BTreeMap::new(),
             container_defaults: TaskContainerDefaults::default(),

@@ -183,3 +183,17 @@ fn enable_prometheus_comes_from_the_file_env_or_flag() {
     let err = MasterConfig::load_with_env(None, &env(&[("DET_OBSERVABILITY_ENABLE_PROMETHEUS", "sure")]), &[]).unwrap_err();
     assert!(err.to_string().contains("DET_OBSERVABILITY_ENABLE_PROMETHEUS") && err.to_string().contains("true or false"), "{err}");
 }
+
+#[test]
+fn agent_reconnect_and_reattach_waits_come_from_the_file_env_or_flag() {
+    let c = MasterConfig::default();
+    assert_eq!((c.agent_reconnect_wait, c.agent_reattach_wait), (25, 60));
+    let c = MasterConfig::from_tree(serde_json::json!({"agent_reconnect_wait": 5, "agent_reattach_wait": 0})).unwrap();
+    assert_eq!((c.agent_reconnect_wait, c.agent_reattach_wait), (5, 0));
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    let c =
+        MasterConfig::load_with_env(None, &env(&[("DET_AGENT_RECONNECT_WAIT", "3")]), &[("agent_reattach_wait", "7".to_owned())]).unwrap();
+    assert_eq!((c.agent_reconnect_wait, c.agent_reattach_wait), (3, 7));
+    let err = MasterConfig::load_with_env(None, &env(&[("DET_AGENT_REATTACH_WAIT", "-1")]), &[]).unwrap_err();
+    assert!(err.to_string().contains("DET_AGENT_REATTACH_WAIT"), "{err}");
+}

@@ -135,7 +135,19 @@ impl Master {
             .with_default_task_user(&state.config.security.default_task_user),
         );
         let cluster_loop = tokio::spawn(
-            cluster::start_loop(state.store.clone(), state.cluster.clone(), state.identity.clone(), hooks, cluster_events).await,
+            cluster::start_loop(
+                state.store.clone(),
+                state.cluster.clone(),
+                state.identity.clone(),
+                hooks,
+                cluster_events,
+                cluster::Timing {
+                    agent_reconnect_wait: std::time::Duration::from_secs(state.config.agent_reconnect_wait.into()),
+                    agent_reattach_wait: std::time::Duration::from_secs(state.config.agent_reattach_wait.into()),
+                    ..Default::default()
+                },
+            )
+            .await,
         );
         let purger = tokio::spawn(purge_sessions_periodically(state.clone()));
         let lost_trials = services::spawn_lost_trial_sweeper(state.store.clone());

@@ -23,6 +23,8 @@ pub enum SchedulerError {
     UnknownSlot { agent: AgentId, slot: SlotId },
     #[error("{what} {id} belongs to resource pool {actual:?}, but this scheduler runs pool {expected:?}")]
     WrongResourcePool { what: &'static str, id: String, expected: String, actual: String },
+    #[error("slot {slot} of agent {agent} is held by another allocation")]
+    SlotHeld { agent: AgentId, slot: SlotId },
     #[error("allocation {0} was already submitted")]
     DuplicateAllocation(AllocationId),
     #[error("unknown allocation {0}")]

@@ -13,6 +13,7 @@
 //! lost; the same state and inputs always give the same decisions (ordered maps, ties broken by
 //! id, submission counters).
 
+mod adopt;
 mod agent;
 mod config;
 mod control;

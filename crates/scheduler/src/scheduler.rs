@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::agent::{Agent, AgentSpec, Slot};
 use crate::config::{SchedulerConfig, SchedulingPolicy};
-use crate::decisions::{Decisions, PassOutcome, Waiting};
+use crate::decisions::{Decisions, PassOutcome, Placement, Waiting};
 use crate::error::SchedulerError;
 use crate::fit;
 use crate::ids::{AgentId, AllocationId, JobId, LogicalTime, SlotId};
@@ -193,6 +193,32 @@ impl Scheduler {
             }
         }
         decisions
+    }
+
+    pub(crate) fn agent_ref(&self, agent_id: &AgentId) -> Result<&Agent, SchedulerError> {
+        self.state.agents.get(agent_id).ok_or_else(|| SchedulerError::UnknownAgent(agent_id.clone()))
+    }
+
+    /// Adds `placement` to the allocation's held resources and marks it scheduled (`adopt.rs`).
+    pub(crate) fn hold_adopted(&mut self, allocation_id: &AllocationId, placement: Placement, now: LogicalTime) {
+        fit::hold(&mut self.state.agents, allocation_id, std::slice::from_ref(&placement));
+        let Some(entry) = self.state.entries.get_mut(allocation_id) else { return };
+        match &mut entry.state {
+            AllocationState::Scheduled { placements, .. } => {
+                if !placements.contains(&placement) {
+                    placements.push(placement);
+                }
+            }
+            AllocationState::Queued { .. } => {
+                entry.state = AllocationState::Scheduled {
+                    placements: vec![placement],
+                    backfilled: false,
+                    assigned_at: now,
+                    preempting: false,
+                    resources_lost: false,
+                };
+            }
+        }
     }
 
     /// Where an allocation stands, if it is known.

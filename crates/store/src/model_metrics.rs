@@ -54,6 +54,9 @@ pub enum MetricAdmission {
     SessionEnded,
     /// Not stored: the trial does not exist.
     TrialNotFound,
+    /// Not stored again: an exact repeat (same trial, run, group, steps and metrics) of a stored
+    /// report, as a harness retry after a lost answer sends; the report is in, once.
+    Repeated,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -14,14 +14,15 @@ pub mod log_batch;
 mod readiness;
 mod tasks;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use resolute_api::agent_protocol::{
-    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MasterToAgent, StartTask, TaskArchiveChunk,
+    AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MasterToAgent, RunningTask, StartTask,
+    TaskArchiveChunk,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -205,6 +206,19 @@ impl Daemon {
             tasks_reattached: reattached,
             addresses,
             unix_user: unix_user(),
+            running_tasks: self
+                .tasks
+                .iter()
+                .filter(|(_, e)| e.running)
+                .map(|(id, e)| RunningTask {
+                    container_id: id.clone(),
+                    allocation_id: e.allocation_id.clone(),
+                    task_id: e.task_id.clone(),
+                    slot_ids: e.slot_ids.clone(),
+                    ports: e.ports.clone(),
+                    ready: e.ready,
+                })
+                .collect(),
         })
     }
 
@@ -408,6 +422,10 @@ impl Daemon {
                 pending_exit: None,
                 pending_stop: None,
                 readiness,
+                task_id: start.task_id,
+                slot_ids: start.slot_ids,
+                ports: BTreeMap::new(),
+                ready: start.ready_pattern.is_none(),
             },
         );
         let (runtime, started) = (self.runtime.clone(), self.started_tx.clone());
@@ -481,6 +499,7 @@ impl Daemon {
         match result {
             Ok(process) => {
                 entry.running = true;
+                entry.ports = process.ports.clone();
                 let (pending_exit, pending_stop) = (entry.pending_exit.take(), entry.pending_stop.take());
                 self.outbox.push(tasks::running(&container_id, &entry.allocation_id, process));
                 // The ready line may have come before the start was acknowledged.
@@ -510,6 +529,7 @@ impl Daemon {
         if !entry.readiness.take_match() {
             return;
         }
+        entry.ready = true;
         let allocation_id = entry.allocation_id.clone();
         tracing::info!("container {container_id} is ready");
         self.flush_batch();

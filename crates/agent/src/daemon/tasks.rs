@@ -33,6 +33,15 @@ pub(crate) struct TaskEntry {
     /// A terminate or kill that arrived while the task was starting.
     pub pending_stop: Option<Stop>,
     pub readiness: Readiness,
+    /// For a restarted master's re-adoption ([`AgentStarted::running_tasks`]).
+    ///
+    /// [`AgentStarted::running_tasks`]: resolute_api::agent_protocol::AgentStarted::running_tasks
+    pub task_id: String,
+    pub slot_ids: Vec<u32>,
+    /// The ports chosen at start (known once running).
+    pub ports: BTreeMap<String, u16>,
+    /// `TaskReady` was sent, or the task has no readiness pattern.
+    pub ready: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,12 +30,18 @@ pub(super) struct AllocationRun {
     /// Exits seen so far: `(container id, exit code, failure)`; the allocation ends when every
     /// started process has exited.
     pub exits: Vec<(String, Option<i32>, Option<String>)>,
+    /// A previous master placed it; its processes have yet to reattach (`reattach.rs`).
+    pub reattaching: bool,
 }
 
 impl AllocationRun {
-    /// Placed and started (not merely queued).
+    pub fn new(owner: AllocationOwner) -> Self {
+        AllocationRun { owner, containers: 0, running: false, preempted: false, acknowledged: false, exits: Vec::new(), reattaching: false }
+    }
+
+    /// Placed and started (not merely queued); one waiting to reattach counts as started.
     pub fn started(&self) -> bool {
-        self.containers > 0
+        self.containers > 0 || self.reattaching
     }
 }
 
@@ -69,8 +75,7 @@ impl Orchestrator {
         let id = request.allocation_id.clone();
         self.rm.submit(request)?;
         self.handle.signals().register(&id);
-        self.allocations
-            .insert(id, AllocationRun { owner, containers: 0, running: false, preempted: false, acknowledged: false, exits: Vec::new() });
+        self.allocations.insert(id, AllocationRun::new(owner));
         Ok(())
     }
 
@@ -179,6 +184,7 @@ impl Orchestrator {
                 self.store.update_allocation(&allocation_id, &patch).await?;
                 Ok(())
             }
+            RmEvent::Reattached { allocation_id, ports, ready, .. } => self.reattached(&allocation_id, &ports, ready).await,
             RmEvent::Exited { allocation_id, container_id, exit } => self.container_exited(&allocation_id, &container_id, exit).await,
         }
     }

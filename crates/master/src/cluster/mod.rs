@@ -15,6 +15,7 @@ mod command;
 mod hooks;
 mod node_controls;
 mod orchestrator;
+mod reattach;
 pub mod rm;
 mod signals;
 mod task_user;
@@ -48,8 +49,10 @@ pub enum ClusterEvent {
     /// An experiment was stored by `POST /api/v1/experiments`: the loop creates its first trials
     /// (paused ones too) and then answers on `done`, so the create response's caller finds them.
     ExperimentCreated { experiment_id: i32, done: tokio::sync::oneshot::Sender<()> },
-    /// A validation report was stored for the trial (`metrics` are its `avgMetrics`).
-    ValidationReported { trial_id: i32, trial_run_id: i32, steps_completed: i64, metrics: Map<String, Value> },
+    /// A validation report was stored for the trial (`metrics` are its `avgMetrics`); `repeated`:
+    /// it was an exact repeat of a stored one (a retry), which the searcher takes only if it has
+    /// not seen that progress yet (the master that stored it may have died before telling it).
+    ValidationReported { trial_id: i32, trial_run_id: i32, steps_completed: i64, metrics: Map<String, Value>, repeated: bool },
     /// A completed checkpoint was stored for the trial: a PBT child waiting for its parent's
     /// checkpoint at the round's end may start.
     CheckpointReported { trial_id: i32 },
@@ -89,6 +92,9 @@ pub enum ClusterEvent {
 pub enum Timer {
     /// A gracefully terminated allocation that has not exited by now is killed.
     KillIfRunning { allocation_id: String },
+    /// After a master restart: allocations whose processes have not reattached by now end
+    /// (`reattach.rs`).
+    ReattachExpired,
 }
 
 /// What HTTP handlers hold: a way to notify the loop, the preemption signals, and a read-only

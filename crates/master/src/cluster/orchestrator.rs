@@ -54,15 +54,28 @@ pub struct Orchestrator {
 pub struct Timing {
     /// Between the graceful stop of a canceled trial and its kill.
     pub cancel_grace: std::time::Duration,
-    /// How long a disconnected agent keeps its slots and tasks.
+    /// How long a disconnected agent keeps its slots and tasks (`agent_reconnect_wait`).
     pub agent_reconnect_wait: std::time::Duration,
+    /// After a master restart, how long allocations that were running wait for their agents to
+    /// reattach their processes (`agent_reattach_wait`; zero: they end at once, as upstream
+    /// without `agent_reattach_enabled`).
+    pub agent_reattach_wait: std::time::Duration,
 }
 
 impl Default for Timing {
     fn default() -> Self {
-        Timing { cancel_grace: std::time::Duration::from_secs(30), agent_reconnect_wait: std::time::Duration::from_secs(25) }
+        Timing {
+            cancel_grace: std::time::Duration::from_secs(30),
+            agent_reconnect_wait: std::time::Duration::from_secs(DEFAULT_AGENT_RECONNECT_WAIT_S),
+            agent_reattach_wait: std::time::Duration::from_secs(DEFAULT_AGENT_REATTACH_WAIT_S),
+        }
     }
 }
+
+/// `agent_reconnect_wait` when master.yaml sets none (upstream's 25 s).
+pub const DEFAULT_AGENT_RECONNECT_WAIT_S: u64 = 25;
+/// `agent_reattach_wait` when master.yaml sets none.
+pub const DEFAULT_AGENT_REATTACH_WAIT_S: u64 = 60;
 
 impl Orchestrator {
     pub fn new(store: Arc<dyn Store>, handle: ClusterHandle, identity: Arc<Identity>, hooks: Arc<dyn LoopHooks>, timing: Timing) -> Self {
@@ -102,8 +115,8 @@ impl Orchestrator {
                 let _ = done.send(());
                 result
             }
-            ClusterEvent::ValidationReported { trial_id, trial_run_id, steps_completed, metrics } => {
-                self.validation_reported(trial_id, trial_run_id, steps_completed, &metrics).await
+            ClusterEvent::ValidationReported { trial_id, trial_run_id, steps_completed, metrics, repeated } => {
+                self.validation_reported(trial_id, trial_run_id, steps_completed, &metrics, repeated).await
             }
             ClusterEvent::CheckpointReported { trial_id } => self.checkpoint_reported(trial_id).await,
             ClusterEvent::ProgressReported { trial_id, progress } => self.progress_reported(trial_id, progress).await,
@@ -141,6 +154,7 @@ impl Orchestrator {
                 self.kill_allocation(&allocation_id);
                 Ok(())
             }
+            ClusterEvent::Timer(Timer::ReattachExpired) => self.reattach_expired().await,
         };
         if let Err(e) = result {
             tracing::error!(error = %e, event = %truncate(&described, 300), "handling a cluster event failed");
@@ -181,8 +195,9 @@ pub async fn start_loop(
     identity: Arc<Identity>,
     hooks: Arc<dyn LoopHooks>,
     events: mpsc::UnboundedReceiver<ClusterEvent>,
+    timing: Timing,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let mut orchestrator = Orchestrator::new(store, handle, identity, hooks, Timing::default());
+    let mut orchestrator = Orchestrator::new(store, handle, identity, hooks, timing);
     if let Err(e) = orchestrator.restore_node_controls().await {
         tracing::error!(error = %e, "reading the stored agent controls failed; every agent starts enabled");
     }
@@ -192,5 +207,6 @@ pub async fn start_loop(
     if let Err(e) = orchestrator.recover_commands().await {
         tracing::error!(error = %e, "ending the previous master's tasks failed");
     }
+    orchestrator.arm_reattach_deadline();
     orchestrator.run(events)
 }

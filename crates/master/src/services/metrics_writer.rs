@@ -164,13 +164,15 @@ async fn write_batch(store: &dyn Store, cluster: &ClusterHandle, reporters: &Met
     for ((report, admission), (reporter, reply)) in reports.into_iter().zip(admissions).zip(waiters) {
         let r = report.report;
         let answer = match admission {
-            MetricAdmission::Stored => {
+            MetricAdmission::Stored | MetricAdmission::Repeated => {
                 if r.group == VALIDATION_GROUP {
                     cluster.notify(ClusterEvent::ValidationReported {
                         trial_id: r.trial_id,
                         trial_run_id: r.trial_run_id,
                         steps_completed: r.steps_completed,
                         metrics: r.avg_metrics,
+                        // A retry: the searcher may have it already (or lost it with a killed master).
+                        repeated: admission == MetricAdmission::Repeated,
                     });
                 }
                 Ok(())

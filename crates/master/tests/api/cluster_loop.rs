@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use resolute_api::agent_protocol::{
-    AgentDevice, AgentStarted, AgentToMaster, MasterToAgent, StartTask, StdType, TaskExitInfo, TaskLogBatch, TaskLogLine, TaskState,
-    TaskStateChanged,
+    AgentDevice, AgentStarted, AgentToMaster, MasterToAgent, RunningTask, StartTask, StdType, TaskExitInfo, TaskLogBatch, TaskLogLine,
+    TaskState, TaskStateChanged,
 };
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -30,6 +30,12 @@ impl FakeAgent {
         Self::try_connect(&m.base, id, slots, tasks_reattached, None).await.expect("the master admits the agent")
     }
 
+    /// Connects listing `running` as the tasks it still runs (for a restarted master to reattach).
+    pub async fn connect_running(m: &TestMaster, id: &str, slots: u32, running: Vec<RunningTask>) -> FakeAgent {
+        let ids = running.iter().map(|t| t.container_id.clone()).collect();
+        Self::open(&m.base, id, slots, ids, running, None).await.expect("the master admits the agent")
+    }
+
     /// Connects to the master at `base` presenting `authorization` on the upgrade; a refusal is
     /// its HTTP status and the error envelope's message (status 0: the connection itself failed).
     pub async fn try_connect(
@@ -37,6 +43,17 @@ impl FakeAgent {
         id: &str,
         slots: u32,
         tasks_reattached: Vec<String>,
+        authorization: Option<&str>,
+    ) -> Result<FakeAgent, (u16, String)> {
+        Self::open(base, id, slots, tasks_reattached, vec![], authorization).await
+    }
+
+    async fn open(
+        base: &str,
+        id: &str,
+        slots: u32,
+        tasks_reattached: Vec<String>,
+        running_tasks: Vec<RunningTask>,
         authorization: Option<&str>,
     ) -> Result<FakeAgent, (u16, String)> {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -71,6 +88,7 @@ impl FakeAgent {
                 tasks_reattached,
                 addresses: vec![],
                 unix_user: None,
+                running_tasks,
             }))
             .await;
         Ok(agent)

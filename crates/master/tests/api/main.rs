@@ -23,6 +23,7 @@ mod list_bounds;
 mod log_policies;
 mod logs;
 mod master_cluster;
+mod master_reattach;
 mod master_restart;
 mod metrics_ingest;
 mod metrics_stream;
@@ -176,6 +177,7 @@ harness::api_test!(proxy::proxy_to_a_service_that_is_down_is_502);
 harness::api_test!(proxy::proxy_upstream_tunnel_reaches_a_tcp_service);
 harness::api_test!(owned master_restart::restarted_master_resumes_trials_and_search);
 harness::api_test!(owned agent_control::disabled_agent_trial_moves_and_state_survives_restart);
+harness::api_test!(owned master_reattach::restarted_master_reattaches_running_trials);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {

@@ -1,6 +1,7 @@
-//! A master restarted mid-search: it ends the allocations that were running (their processes
-//! belonged to the old master), restarts those trials, and resumes the search from its stored
+//! A master restarted mid-search with reattachment off (`agent_reattach_wait: 0`): it ends the
+//! allocations that were running, restarts those trials, and resumes the search from its stored
 //! snapshot, so the decisions it makes afterwards are the ones an uninterrupted master would make.
+//! (`master_reattach.rs` has the default, where the running processes are reattached.)
 
 use std::time::Duration;
 
@@ -12,13 +13,13 @@ use crate::harness::TestMaster;
 use crate::runtime_support::{metrics_body, report_validation, task_post};
 
 /// Async halving: 4 trials, rungs at 10 / 40 batches, two at a time.
-const ASHA: &str = "name: restart\nentrypoint: python3 train.py\n\
+pub const ASHA: &str = "name: restart\nentrypoint: python3 train.py\n\
     searcher: {name: async_halving, metric: loss, smaller_is_better: true, num_rungs: 2, divisor: 4, max_trials: 4, \
     max_concurrent_trials: 2, max_length: {batches: 40}}\n\
     hyperparameters: {lr: {type: double, minval: 0.01, maxval: 0.1}}\n";
 
 /// Waits until the searcher has `trial` at `rung` with `decision`.
-async fn searcher_trial(m: &TestMaster, token: &str, exp: i64, trial: &str, rung: u64, decision: &str) -> Value {
+pub async fn searcher_trial(m: &TestMaster, token: &str, exp: i64, trial: &str, rung: u64, decision: &str) -> Value {
     let mut last = Value::Null;
     for _ in 0..200 {
         let r = m.get(&format!("/api/v1/experiments/{exp}/searcher/state"), Some(token)).await;
@@ -46,7 +47,7 @@ pub async fn restarted_master_resumes_trials_and_search(m: TestMaster) {
     searcher_trial(&m, &token, exp, &first.env["DET_TRIAL_ID"], 1, "training").await;
     drop(agent);
 
-    let m = m.restart().await;
+    let m = m.restart_with(|c| c.agent_reattach_wait = 0).await;
     let token = m.login("determined", "").await;
     // The agent outlived the master and still runs the old processes: they are orphans now.
     let old_containers = vec![first.container_id.clone(), second.container_id.clone()];

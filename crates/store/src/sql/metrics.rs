@@ -181,7 +181,25 @@ impl SqlStore {
                 let rows: Vec<(i64,)> = bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
                 live_sessions.extend(rows.into_iter().map(|(id,)| id));
             }
-            let admissions = admit(reports, sessions, &trials, &live_sessions)?;
+            let mut admissions = admit(reports, sessions, &trials, &live_sessions)?;
+            if sessions.is_some() {
+                // Exactly once (`metric_repeats`): a retried report is not stored twice.
+                let lookups = super::metric_repeats::lookups(reports, &admissions);
+                let mut stored = std::collections::HashSet::new();
+                for chunk in lookups.chunks(IDS_PER_STATEMENT / 3) {
+                    let mut args = Args::default();
+                    for (trial_id, group, steps) in chunk {
+                        args.push(*trial_id);
+                        args.push(*group);
+                        args.push(*steps);
+                    }
+                    let sql = super::metric_repeats::candidates_sql(chunk.len(), |i| format!("${i}"));
+                    let rows: Vec<(i32, i32, String, i64, String)> =
+                        bind_args!(sqlx::query_as(AssertSqlSafe(sql.as_str())), args).fetch_all(&mut *tx).await?;
+                    stored.extend(rows);
+                }
+                super::metric_repeats::mark_repeats(reports, &mut admissions, stored)?;
+            }
             let accepted: Vec<&NewMetricReport> =
                 reports.iter().zip(&admissions).filter(|(_, a)| **a == MetricAdmission::Stored).map(|(r, _)| *r).collect();
             if accepted.is_empty() {

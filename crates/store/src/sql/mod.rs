@@ -19,6 +19,7 @@ mod experiments;
 mod lifecycle;
 mod log_group_commit;
 mod metric_batch;
+mod metric_repeats;
 mod metric_series;
 mod metrics;
 mod model_versions;

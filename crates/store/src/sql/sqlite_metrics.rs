@@ -262,7 +262,25 @@ fn write_batch(conn: &mut Connection, summaries: &SummaryCache, batch: &[Current
             live_sessions.insert(row.get::<_, i64>(0)?);
         }
     }
-    let admissions = admit(&reports, Some(&sessions), &trials, &live_sessions)?;
+    let mut admissions = admit(&reports, Some(&sessions), &trials, &live_sessions)?;
+    // Exactly once (`metric_repeats`): a retried report is not stored twice.
+    let lookups = super::metric_repeats::lookups(&reports, &admissions);
+    let mut stored = std::collections::HashSet::new();
+    for chunk in lookups.chunks(300) {
+        let sql = super::metric_repeats::candidates_sql(chunk.len(), |i| format!("?{i}"));
+        let mut values: Vec<SqlValue> = Vec::with_capacity(chunk.len() * 3);
+        for (trial_id, group, steps) in chunk {
+            values.push(SqlValue::Integer((*trial_id).into()));
+            values.push(SqlValue::Text((*group).to_owned()));
+            values.push(SqlValue::Integer(*steps));
+        }
+        let mut statement = tx.prepare_cached(&sql)?;
+        let mut rows = statement.query(rusqlite::params_from_iter(values))?;
+        while let Some(row) = rows.next()? {
+            stored.insert((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?));
+        }
+    }
+    super::metric_repeats::mark_repeats(&reports, &mut admissions, stored)?;
     let accepted: Vec<&NewMetricReport> =
         reports.iter().zip(&admissions).filter(|(_, a)| **a == MetricAdmission::Stored).map(|(r, _)| *r).collect();
     if accepted.is_empty() {

@@ -5,7 +5,7 @@
 use base64::Engine as _;
 use resolute_api::agent_protocol::StartTask;
 use resolute_expconf::parse_task_config;
-use resolute_store::{CommandTaskFilter, NewLogLine, db_now};
+use resolute_store::{CommandTaskFilter, CommandTaskRecord, NewLogLine, db_now};
 
 use super::CommandRun;
 use super::command_env::{CommandLaunch, command_start_task};
@@ -32,49 +32,52 @@ impl Orchestrator {
         if record.end_time.is_some() {
             return Ok(());
         }
-        let task_type =
-            TaskType::parse(&record.task_type).ok_or_else(|| LoopError::Other(format!("unknown task type {}", record.task_type)))?;
-        let config = parse_task_config(&record.config, 0, &record.description, false)
-            .map_err(|errors| LoopError::Other(format!("stored task config no longer validates: {errors:?}")))?;
-        let (service, files) = from_extra(&record.extra);
         // `<task>.1`, then one more for every unpause.
         let earlier = self.store.task_by_id(task_id).await?.allocations.len();
         let allocation_id = format!("{task_id}.{}", earlier + 1);
-        let pool = if config.resource_pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
-        let request = ResourceRequest {
-            excluded_nodes: Vec::new(),
-            allocation_id: allocation_id.clone(),
-            task_id: task_id.to_owned(),
-            job_id: record.job_id,
-            pool,
-            slots: config.slots,
-            priority: record
-                .priority
-                .and_then(|p| u32::try_from(p).ok())
-                .or(config.priority)
-                .unwrap_or(resolute_scheduler::DEFAULT_PRIORITY),
-            weight: config.weight,
-            // An interactive task cannot checkpoint: the scheduler must not take its slots.
-            preemptible: false,
-        };
-        self.commands.insert(
-            task_id.to_owned(),
-            CommandRun {
-                task_type,
-                config,
-                owner: record.owner_username,
-                owner_id: record.owner_id,
-                service,
-                files,
-                service_address: None,
-                allocation: Some(allocation_id),
-                killed: false,
-                pausing: false,
-            },
-        );
+        let (run, request) = command_plan(record, allocation_id)?;
+        self.commands.insert(task_id.to_owned(), run);
         self.request_allocation(AllocationOwner::Task(task_id.to_owned()), request).await
     }
+}
 
+/// What a stored command-like task runs with, and what its allocation `allocation_id` asks the
+/// resource manager for.
+fn command_plan(record: CommandTaskRecord, allocation_id: String) -> LoopResult<(CommandRun, ResourceRequest)> {
+    let task_type =
+        TaskType::parse(&record.task_type).ok_or_else(|| LoopError::Other(format!("unknown task type {}", record.task_type)))?;
+    let config = parse_task_config(&record.config, 0, &record.description, false)
+        .map_err(|errors| LoopError::Other(format!("stored task config no longer validates: {errors:?}")))?;
+    let (service, files) = from_extra(&record.extra);
+    let pool = if config.resource_pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
+    let request = ResourceRequest {
+        excluded_nodes: Vec::new(),
+        allocation_id: allocation_id.clone(),
+        task_id: record.task_id.clone(),
+        job_id: record.job_id,
+        pool,
+        slots: config.slots,
+        priority: record.priority.and_then(|p| u32::try_from(p).ok()).or(config.priority).unwrap_or(resolute_scheduler::DEFAULT_PRIORITY),
+        weight: config.weight,
+        // An interactive task cannot checkpoint: the scheduler must not take its slots.
+        preemptible: false,
+    };
+    let run = CommandRun {
+        task_type,
+        config,
+        owner: record.owner_username,
+        owner_id: record.owner_id,
+        service,
+        files,
+        service_address: None,
+        allocation: Some(allocation_id),
+        killed: false,
+        pausing: false,
+    };
+    Ok((run, request))
+}
+
+impl Orchestrator {
     /// One process per placement, with the task's environment, context and a fresh token.
     pub(in crate::cluster) async fn command_start_tasks(
         &mut self,
@@ -150,7 +153,7 @@ impl Orchestrator {
         self.end_command(task_id, Some(&end.allocation_id), &status).await
     }
 
-    pub(super) async fn end_command(&mut self, task_id: &str, allocation_id: Option<&str>, status: &str) -> LoopResult<()> {
+    pub(in crate::cluster) async fn end_command(&mut self, task_id: &str, allocation_id: Option<&str>, status: &str) -> LoopResult<()> {
         let Some(run) = self.commands.remove(task_id) else { return Ok(()) };
         if run.service.proxy.is_some() {
             self.hooks.service_gone(task_id);
@@ -198,6 +201,18 @@ impl Orchestrator {
         let open = self.store.list_command_tasks(&CommandTaskFilter { open_only: true, ..Default::default() }).await?;
         for record in open {
             let task = self.store.task_by_id(&record.task_id).await?;
+            // Its process may still run: wait for it to reattach (`cluster/reattach.rs`).
+            let open: Vec<_> = task.allocations.iter().filter(|a| a.end_time.is_none()).collect();
+            if let [allocation] = open.as_slice()
+                && self.reattach_enabled()
+                && crate::cluster::reattach::reattachable(allocation)
+            {
+                let task_id = record.task_id.clone();
+                let (run, request) = command_plan(record, allocation.allocation_id.clone())?;
+                self.commands.insert(task_id.clone(), run);
+                self.await_reattach(AllocationOwner::Task(task_id), request);
+                continue;
+            }
             for allocation in task.allocations.iter().filter(|a| a.end_time.is_none()) {
                 self.end_abandoned_allocation(&allocation.allocation_id).await?;
             }

@@ -24,6 +24,8 @@ use crate::state::Identity;
 
 #[path = "agent_control.rs"]
 mod control;
+#[path = "agent_reattach.rs"]
+mod reattach;
 
 /// What the agents' websocket handler and the loop's timers tell this resource manager.
 #[derive(Debug)]
@@ -92,6 +94,8 @@ pub struct AgentResourceManager {
     reconnect_wait: Duration,
     /// Admin controls by agent id (`agent_control.rs`), also of agents not connected now.
     controls: BTreeMap<String, resolute_store::AgentControlRecord>,
+    /// Allocations a restarted master waits to re-adopt (`agent_reattach.rs`), by id.
+    awaiting: HashMap<String, ResourceRequest>,
 }
 
 impl AgentResourceManager {
@@ -107,6 +111,7 @@ impl AgentResourceManager {
             tick: 0,
             reconnect_wait,
             controls: BTreeMap::new(),
+            awaiting: HashMap::new(),
         }
     }
 
@@ -176,6 +181,9 @@ impl AgentResourceManager {
                         signal: None,
                         failure: Some("the agent reported no exit status".to_owned()),
                     });
+                    if let Some(event) = self.awaited_exit(&change.container_id, &change.allocation_id, exit.clone()) {
+                        return vec![event];
+                    }
                     self.exited(&change.container_id, exit).into_iter().collect()
                 }
                 TaskState::Running => {
@@ -233,9 +241,12 @@ impl AgentResourceManager {
             }
             tracing::info!(agent = %agent_id, pool = %pool, slots = started.devices.len(), "agent registered");
         }
-        // Processes the agent still runs that no allocation here owns (a restarted master ended
-        // their allocations; a timed-out reconnect failed them) are orphans: their tokens are
-        // revoked and their reports refused, so they only hold slots. Kill them.
+        // Processes of allocations a restarted master kept open are adopted again.
+        let mut events = self.adopt_reported(agent_id, &started.running_tasks);
+        // Processes the agent still runs that no allocation here owns (their allocation ended
+        // while the agent was away: a timed-out reconnect or reattach window moved the trial to a
+        // new run) are orphans: their tokens are revoked and their reports refused, so they only
+        // hold slots. Kill them.
         let orphans: Vec<String> =
             started.tasks_reattached.iter().filter(|c| self.containers.get(*c).is_none_or(|k| k.agent_id != agent_id)).cloned().collect();
         for container_id in orphans {
@@ -244,11 +255,12 @@ impl AgentResourceManager {
         }
         // Containers the master expected there that the agent no longer has are lost.
         if !was_started {
-            return Vec::new();
+            return events;
         }
         let kept = started.tasks_reattached;
         let failure = format!("the process was lost when agent {agent_id} reconnected");
-        self.lose_containers(agent_id, |c| !kept.contains(c), &failure)
+        events.extend(self.lose_containers(agent_id, |c| !kept.contains(c), &failure));
+        events
     }
 
     fn disconnected(&mut self, conn_id: u64, agent_id: &str) {
@@ -306,6 +318,7 @@ impl ResourceManager for AgentResourceManager {
     }
 
     fn release(&mut self, allocation_id: &str) {
+        self.stop_awaiting(allocation_id);
         if let Some(pool) = self.pool_of.remove(allocation_id) {
             let _ = self.pool(&pool).release(&allocation_id.into());
         }
@@ -375,6 +388,14 @@ impl ResourceManager for AgentResourceManager {
             );
         }
         Ok(())
+    }
+
+    fn await_reattach(&mut self, request: ResourceRequest) {
+        self.await_allocation(request);
+    }
+
+    fn give_up_reattach(&mut self, allocation_id: &str) {
+        self.stop_awaiting(allocation_id);
     }
 
     fn kill(&mut self, allocation_id: &str) {

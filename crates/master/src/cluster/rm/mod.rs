@@ -74,6 +74,9 @@ pub enum RmEvent {
     },
     /// The process said it is ready (its readiness pattern appeared in its output).
     Ready { allocation_id: String, container_id: String },
+    /// A process that outlived a master restart was adopted again (`reattach.rs`): it runs, its
+    /// ports are where they were, and `ready` says whether its readiness line was already seen.
+    Reattached { allocation_id: String, container_id: String, ports: BTreeMap<String, String>, ready: bool },
     /// The process ended, or was lost (`exit.failure` says why).
     Exited { allocation_id: String, container_id: String, exit: TaskExitInfo },
 }
@@ -102,6 +105,11 @@ pub trait ResourceManager: Send + Sync {
     fn schedule(&mut self) -> Decisions;
     /// Starts an assigned allocation's processes, one per placement (`tasks` in placement order).
     fn start(&mut self, allocation_id: &str, tasks: Vec<(Placement, StartTask)>) -> Result<(), RmError>;
+    /// After a master restart: the allocation was placed by the previous master and its processes
+    /// may still run; adopt them when their node reports them ([`RmEvent::Reattached`]).
+    fn await_reattach(&mut self, request: ResourceRequest);
+    /// The reattach window closed: processes of the allocation that show up later are orphans.
+    fn give_up_reattach(&mut self, allocation_id: &str);
     /// Stops the allocation's processes at once.
     fn kill(&mut self, allocation_id: &str);
     /// Handles an input of its own and reports what it means for allocations.

@@ -32,7 +32,16 @@ impl Orchestrator {
         let open = self.store.list_tasks(&resolute_store::TaskFilter { open_only: true, ..Default::default() }).await?;
         for record in page.experiments {
             let prefix = format!("{}.", record.id);
+            let id = record.id;
+            if !record.unmanaged && !self.experiments.contains_key(&id) {
+                self.load_experiment(record).await?;
+            }
             for task in open.iter().filter(|t| t.task.task_id.starts_with(&prefix)) {
+                // A placed allocation of a live trial waits for its processes to reattach
+                // (`cluster/reattach.rs`): same run, same allocation id, same token.
+                if self.keep_for_reattach(&task.task.task_id, &task.allocations).await? {
+                    continue;
+                }
                 for allocation in task.allocations.iter().filter(|a| a.end_time.is_none()) {
                     self.end_abandoned_allocation(&allocation.allocation_id).await?;
                 }
@@ -44,8 +53,8 @@ impl Orchestrator {
                     self.next_run(trial.id, false).await?;
                 }
             }
-            if let Err(e) = self.experiment_changed(record.id).await {
-                tracing::error!(experiment = record.id, error = %e, "cannot resume experiment after restart");
+            if let Err(e) = self.experiment_changed(id).await {
+                tracing::error!(experiment = id, error = %e, "cannot resume experiment after restart");
             }
         }
         Ok(())
@@ -79,7 +88,7 @@ impl Orchestrator {
         self.reconcile(id).await
     }
 
-    async fn load_experiment(&mut self, record: resolute_store::ExperimentRecord) -> LoopResult<()> {
+    pub(in crate::cluster) async fn load_experiment(&mut self, record: resolute_store::ExperimentRecord) -> LoopResult<()> {
         let text = record.config.to_string();
         let config = parse_experiment_config(&text, &Defaults::new(0))
             .map_err(|errors| LoopError::Other(format!("stored config no longer validates: {errors:?}")))?
@@ -416,6 +425,7 @@ impl Orchestrator {
         trial_run_id: i32,
         steps_completed: i64,
         metrics: &Map<String, Value>,
+        repeated: bool,
     ) -> LoopResult<()> {
         let Some(trial) = self.trials.get(&trial_id) else { return Ok(()) };
         if trial.run_id != trial_run_id {
@@ -429,6 +439,9 @@ impl Orchestrator {
             return Ok(());
         };
         let progress = time_progress(exp.length_unit.as_ref(), metrics, steps_completed);
+        if repeated && exp.progress.get(&request_id).is_some_and(|seen| *seen >= progress) {
+            return Ok(()); // a retry of a report the searcher already took
+        }
         exp.progress.insert(request_id, progress);
         let ops = exp.searcher.validation_completed(request_id, value, progress)?;
         self.record_round_steps(trial_id, progress, steps_completed);

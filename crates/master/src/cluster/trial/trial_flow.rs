@@ -17,15 +17,26 @@ use crate::domain::{ACTIVE_STATE_NAMES, ExperimentState, TrialState};
 impl Orchestrator {
     /// Queues the trial's next run with the resource manager.
     pub(in crate::cluster) async fn request_trial_allocation(&mut self, trial_id: i32) -> LoopResult<()> {
-        let Some(trial) = self.trials.get(&trial_id) else { return Ok(()) };
-        if trial.allocation.is_some() {
+        if self.trials.get(&trial_id).is_none_or(|t| t.allocation.is_some()) {
             return Ok(());
         }
-        let Some(exp) = self.experiments.get(&trial.experiment_id) else { return Ok(()) };
-        let allocation_id = format!("{}.{}", trial.task_id, trial.run_id);
+        let Some(request) = self.trial_resource_request(trial_id) else { return Ok(()) };
+        let allocation_id = request.allocation_id.clone();
+        self.request_allocation(AllocationOwner::Trial(trial_id), request).await?;
+        if let Some(t) = self.trials.get_mut(&trial_id) {
+            t.allocation = Some(allocation_id);
+        }
+        Ok(())
+    }
+
+    /// What the trial's current run asks the resource manager for; its allocation id is
+    /// `<task id>.<run id>`.
+    pub(in crate::cluster) fn trial_resource_request(&self, trial_id: i32) -> Option<ResourceRequest> {
+        let trial = self.trials.get(&trial_id)?;
+        let exp = self.experiments.get(&trial.experiment_id)?;
         let resources = &exp.config.resources;
-        let request = ResourceRequest {
-            allocation_id: allocation_id.clone(),
+        Some(ResourceRequest {
+            allocation_id: format!("{}.{}", trial.task_id, trial.run_id),
             task_id: trial.task_id.clone(),
             job_id: exp.job_id.clone(),
             pool: exp.resource_pool(),
@@ -34,12 +45,7 @@ impl Orchestrator {
             weight: resources.weight,
             preemptible: true,
             excluded_nodes: trial.log_policy.excluded_nodes.iter().cloned().collect(),
-        };
-        self.request_allocation(AllocationOwner::Trial(trial_id), request).await?;
-        if let Some(t) = self.trials.get_mut(&trial_id) {
-            t.allocation = Some(allocation_id);
-        }
-        Ok(())
+        })
     }
 
     /// Forgets the trial's allocation if it is still queued. The trial moves to its next run, so
