@@ -19,11 +19,13 @@ mod decisions;
 mod error;
 mod fair_share;
 mod fit;
+mod fit_cache;
 mod ids;
 mod priority;
 mod queue;
 mod request;
 mod scheduler;
+pub mod sim;
 mod snapshot;
 mod state;
 

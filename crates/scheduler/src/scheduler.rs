@@ -76,15 +76,14 @@ impl Scheduler {
     }
 
     pub fn enable_slot(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<(), SchedulerError> {
-        self.slot_mut(agent_id, slot_id)?.enabled = true;
+        self.set_slot_enabled(agent_id, slot_id, true)?;
         Ok(())
     }
 
     /// Stops placing work on the slot. Returns the allocation holding it, if any; it keeps the
     /// slot until released.
     pub fn disable_slot(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<Option<AllocationId>, SchedulerError> {
-        let slot = self.slot_mut(agent_id, slot_id)?;
-        slot.enabled = false;
+        let slot = self.set_slot_enabled(agent_id, slot_id, false)?;
         Ok(slot.allocation.clone())
     }
 
@@ -228,10 +227,9 @@ impl Scheduler {
         self.state.agents.get_mut(agent_id).ok_or_else(|| SchedulerError::UnknownAgent(agent_id.clone()))
     }
 
-    fn slot_mut(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<&mut Slot, SchedulerError> {
+    fn set_slot_enabled(&mut self, agent_id: &AgentId, slot_id: SlotId, enabled: bool) -> Result<&Slot, SchedulerError> {
         self.agent_mut(agent_id)?
-            .slots
-            .get_mut(&slot_id)
+            .set_slot_enabled(slot_id, enabled)
             .ok_or_else(|| SchedulerError::UnknownSlot { agent: agent_id.clone(), slot: slot_id })
     }
 

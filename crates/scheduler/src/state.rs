@@ -57,7 +57,8 @@ impl PoolState {
     /// Every request, pending or scheduled, in queue order.
     pub fn queue_order(&self) -> Vec<&Entry> {
         let mut entries: Vec<&Entry> = self.entries.values().collect();
-        entries.sort_by_key(|e| self.queue_key(e));
+        // Cached: the key looks the job up by id, and 10,000 requests sort in ~140,000 comparisons.
+        entries.sort_by_cached_key(|e| self.queue_key(e));
         entries
     }
 
