@@ -65,7 +65,7 @@ fn start_or_wait(fitter: &Fitter, cache: &mut FitCache, view: &mut Agents, entry
     match cache.find(fitter, &entry.request, view) {
         Some(placements) => {
             fit::hold(view, entry.id(), &placements);
-            cache.held();
+            cache.held(view, &placements);
             outcome.assignments.push(Assignment { allocation_id: entry.id().clone(), placements, backfilled: false });
             true
         }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use crate::decisions::{Placement, WaitReason};
 use crate::fit::{Agents, Fitter};
+use crate::free_index::FreeIndex;
 use crate::request::AllocationRequest;
 
 /// What decides whether and how a request without excluded agents fits.
@@ -40,6 +41,9 @@ pub(crate) struct FitCache {
     /// Shapes for which even every preemption candidate did not make room (see
     /// [`FitCache::no_room`]), with the `freed` generation.
     no_room: HashMap<Shape, u64>,
+    /// The view's agents by label and free slots, built on first use and kept in step by
+    /// [`FitCache::held`]; dropped when the view gains slots.
+    index: Option<FreeIndex>,
 }
 
 impl FitCache {
@@ -51,7 +55,7 @@ impl FitCache {
         {
             return None;
         }
-        let found = fitter.find(req, view);
+        let found = if req.slots == 0 { fitter.find(req, view) } else { self.find_slots(fitter, req, view) };
         if found.is_none()
             && let Some(shape) = shape
         {
@@ -91,14 +95,40 @@ impl FitCache {
         }
     }
 
-    /// The pass took slots or an aux container in its view.
-    pub fn held(&mut self) {
+    /// [`Fitter::find`] for a request of one or more slots, choosing the single agent through
+    /// the index.
+    fn find_slots(&mut self, fitter: &Fitter, req: &AllocationRequest, view: &Agents) -> Option<Vec<Placement>> {
+        let index = self.index.get_or_insert_with(|| FreeIndex::build(view));
+        if let Some(agent) = index.home(fitter.policy, req).and_then(|id| view.get(id)) {
+            let slot_ids = agent.free_slots().take(usize::try_from(req.slots).unwrap_or(usize::MAX)).collect();
+            return Some(vec![Placement { agent_id: agent.id.clone(), slot_ids }]);
+        }
+        if req.single_agent || req.slots <= 1 {
+            return None;
+        }
+        let (_, agents) = index.idle_agents(req)?;
+        let placements = agents
+            .into_iter()
+            .filter_map(|id| view.get(id))
+            .map(|agent| Placement { agent_id: agent.id.clone(), slot_ids: agent.free_slots().collect() })
+            .collect();
+        Some(placements)
+    }
+
+    /// The pass took `placements` (slots or an aux container) in its view.
+    pub fn held(&mut self, view: &Agents, placements: &[Placement]) {
         self.changed += 1;
+        if let Some(index) = &mut self.index {
+            for placement in placements {
+                index.refile(view, &placement.agent_id);
+            }
+        }
     }
 
     /// The pass freed slots or aux capacity in its view (or replaced the view).
     pub fn freed(&mut self) {
         self.freed += 1;
         self.changed += 1;
+        self.index = None;
     }
 }

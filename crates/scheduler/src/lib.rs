@@ -20,6 +20,7 @@ mod error;
 mod fair_share;
 mod fit;
 mod fit_cache;
+mod free_index;
 mod ids;
 mod priority;
 mod queue;

@@ -77,7 +77,7 @@ impl<'a> ClassPass<'a, '_> {
             // The slots stay reserved in the view even when the request may not start, so that
             // lower priorities cannot take them.
             fit::hold(&mut self.view, entry.id(), &placements);
-            self.cache.held();
+            self.cache.held(&self.view, &placements);
             let may_start = self.releasing.is_empty() && (!self.backfilling || (self.preemption && entry.request.preemptible));
             if may_start {
                 let backfilled = self.backfilling;
@@ -109,7 +109,7 @@ impl<'a> ClassPass<'a, '_> {
     fn make_room(&mut self, entry: &Entry, priority: u32, scheduled: &ByPriority<'a>) -> bool {
         if let Some(placements) = self.cache.find(&self.fitter, &entry.request, &self.view) {
             fit::hold(&mut self.view, entry.id(), &placements);
-            self.cache.held();
+            self.cache.held(&self.view, &placements);
             return true;
         }
         if self.cache.known_no_room(&entry.request) {
