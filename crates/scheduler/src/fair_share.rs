@@ -90,6 +90,8 @@ struct GroupShare<'a> {
     entitled: u32,
     /// Dropped from this pass to break a deadlock (its offer could not start anything).
     disabled: bool,
+    /// Slots of its smallest pending request.
+    smallest_pending: Option<u32>,
     pending: Vec<&'a Entry>,
     running: Vec<&'a Entry>,
 }
@@ -129,6 +131,7 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
                 presubscribed: 0,
                 entitled: 0,
                 disabled: false,
+                smallest_pending: None,
                 pending: Vec::new(),
                 running: Vec::new(),
             });
@@ -144,6 +147,7 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
             }
             group.running.push(entry);
         } else {
+            group.smallest_pending = Some(group.smallest_pending.map_or(slots, |s| s.min(slots)));
             group.pending.push(entry);
         }
     }
@@ -197,8 +201,7 @@ fn break_deadlock(groups: &mut [GroupShare<'_>], hungry: &[usize], left: &mut u3
         .copied()
         .filter(|&i| {
             let group = &groups[i];
-            let smallest = group.pending.iter().map(|e| e.request.slots).min();
-            group.active == 0 && smallest.is_some_and(|slots| slots > group.offered())
+            group.active == 0 && group.smallest_pending.is_some_and(|slots| slots > group.offered())
         })
         .max_by_key(|&i| groups[i].position);
     let Some(index) = stuck else {
