@@ -59,6 +59,8 @@ pub(crate) struct PassOutcome {
     pub preemptions: Vec<AllocationId>,
     /// Looked up once per queued request when the pass is applied (in queue order then).
     pub waiting: HashMap<AllocationId, WaitReason>,
+    /// The requests that were queued when the pass began, in queue order.
+    pub queued: Vec<AllocationId>,
 }
 
 /// Why a request is not scheduled.

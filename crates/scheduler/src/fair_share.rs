@@ -18,6 +18,7 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let mut view = state.agents_view();
     let mut outcome = PassOutcome::default();
     let order = state.queue_order();
+    outcome.queued = order.iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
     let mut cache = FitCache::default();
 
     for entry in order.iter().filter(|e| e.is_zero_slot() && !e.state.is_scheduled()) {

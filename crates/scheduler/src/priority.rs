@@ -19,6 +19,7 @@ use crate::state::PoolState;
 pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let order = state.queue_order();
     let mut outcome = PassOutcome::default();
+    outcome.queued = order.iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
     for zero_slot in [false, true] {
         let class: Vec<&Entry> = order.iter().copied().filter(|e| e.is_zero_slot() == zero_slot).collect();
         let mut pass = ClassPass {

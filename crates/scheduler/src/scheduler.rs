@@ -1,6 +1,8 @@
 //! [`Scheduler`]: one resource pool's scheduler as a deterministic state machine. Every input is
 //! a method call; [`Scheduler::schedule`] runs the configured policy and applies its decisions.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::agent::{Agent, AgentSpec, Slot};
@@ -153,6 +155,7 @@ impl Scheduler {
 
     fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
         let mut decisions = Decisions::default();
+        let assigned: HashSet<AllocationId> = outcome.assignments.iter().map(|a| a.allocation_id.clone()).collect();
         for assignment in outcome.assignments {
             let Some(entry) = self.state.entries.get_mut(&assignment.allocation_id) else { continue };
             debug_assert!(assignment.placements.iter().all(|p| {
@@ -177,15 +180,18 @@ impl Scheduler {
                 decisions.preemptions.push(allocation_id);
             }
         }
+        // Every request still queued gets this pass's reason (or none); walked in map order and
+        // then reported in queue order, without a lookup by id per request.
         let mut waiting = outcome.waiting;
-        let queued: Vec<AllocationId> =
-            self.state.queue_order().into_iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
-        for allocation_id in queued {
-            let reason = waiting.remove(&allocation_id);
-            if let Some(entry) = self.state.entries.get_mut(&allocation_id) {
-                entry.state = AllocationState::Queued { reason: reason.clone() };
+        for entry in self.state.entries.values_mut() {
+            if !entry.state.is_scheduled() {
+                entry.state = AllocationState::Queued { reason: waiting.get(entry.id()).cloned() };
             }
-            if let Some(reason) = reason {
+        }
+        for allocation_id in outcome.queued {
+            if let Some(reason) = waiting.remove(&allocation_id)
+                && !assigned.contains(&allocation_id)
+            {
                 decisions.waiting.push(Waiting { allocation_id, reason });
             }
         }
