@@ -18,8 +18,8 @@ use crate::state::PoolState;
 
 pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let order = state.queue_order();
-    let mut outcome = PassOutcome::default();
-    outcome.queued = order.iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
+    let queued = order.iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
+    let mut outcome = PassOutcome { queued, ..PassOutcome::default() };
     for zero_slot in [false, true] {
         let class: Vec<&Entry> = order.iter().copied().filter(|e| e.is_zero_slot() == zero_slot).collect();
         let mut pass = ClassPass {

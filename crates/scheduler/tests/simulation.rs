@@ -6,7 +6,8 @@
 //! - gangs are all or nothing: exactly the slots asked for, whole idle agents of one size;
 //! - only preemptible allocations are preempted, and only running ones;
 //! - the scheduler's slot count agrees with the simulation's own bookkeeping;
-//! and at the end, after a drain with every agent back: every trial finished (no job starved
+//!
+//! And at the end, after a drain with every agent back: every trial finished (no job starved
 //! forever, under either policy) and every preempted trial was resumed and finished.
 //!
 //! Each seed prints nothing when it passes; a failure names the seed and the command that replays
@@ -424,7 +425,7 @@ impl Sim {
                 self.change_a_job();
             }
             self.schedule();
-            if self.now % 10 == 0 {
+            if self.now.is_multiple_of(10) {
                 self.cross_check();
             }
         }
@@ -449,7 +450,7 @@ impl Sim {
             self.now += 1;
             self.progress();
             self.schedule();
-            if self.now % 50 == 0 {
+            if self.now.is_multiple_of(50) {
                 self.cross_check();
             }
         }
@@ -494,7 +495,7 @@ fn run_seed(seed: u64, name: &str, policy: SchedulingPolicy, scale: Scale) -> Ou
 }
 
 fn seeds() -> Vec<u64> {
-    if let Some(seed) = std::env::var("RESOLUTE_SIM_SEED").ok() {
+    if let Ok(seed) = std::env::var("RESOLUTE_SIM_SEED") {
         return vec![seed.parse().unwrap_or_else(|_| panic!("RESOLUTE_SIM_SEED={seed:?} is not a whole number"))];
     }
     let count = env_number("RESOLUTE_SIM_SEEDS").unwrap_or(1) as u64;
