@@ -71,8 +71,7 @@ impl Scheduler {
     /// Enables or disables one slot. A disabled slot takes no new work; an allocation holding it
     /// keeps it until released.
     pub fn set_slot_enabled(&mut self, agent_id: &AgentId, slot_id: SlotId, enabled: bool) -> Result<(), SchedulerError> {
-        self.slot_mut(agent_id, slot_id)?.enabled = enabled;
-        Ok(())
+        self.change_slot_enabled(agent_id, slot_id, enabled).map(|_| ())
     }
 
     /// The agent's mode and disabled slots, if the agent is known.

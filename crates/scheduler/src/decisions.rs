@@ -1,7 +1,7 @@
 //! What a scheduling pass tells the master: allocations to start (with their placements),
 //! allocations to preempt gracefully, and why every other request still waits.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -57,7 +57,10 @@ pub(crate) struct PassOutcome {
     pub assignments: Vec<Assignment>,
     /// May name allocations already being preempted; applying skips those.
     pub preemptions: Vec<AllocationId>,
-    pub waiting: BTreeMap<AllocationId, WaitReason>,
+    /// Looked up once per queued request when the pass is applied (in queue order then).
+    pub waiting: HashMap<AllocationId, WaitReason>,
+    /// The requests that were queued when the pass began, in queue order.
+    pub queued: Vec<AllocationId>,
 }
 
 /// Why a request is not scheduled.

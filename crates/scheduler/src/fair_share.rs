@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::decisions::{Assignment, PassOutcome, WaitReason};
 use crate::fit::{self, Agents, Fitter};
+use crate::fit_cache::FitCache;
 use crate::ids::{JobId, LogicalTime};
 use crate::request::Entry;
 use crate::state::PoolState;
@@ -17,9 +18,11 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let mut view = state.agents_view();
     let mut outcome = PassOutcome::default();
     let order = state.queue_order();
+    outcome.queued = order.iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
+    let mut cache = FitCache::default();
 
     for entry in order.iter().filter(|e| e.is_zero_slot() && !e.state.is_scheduled()) {
-        start_or_wait(&fitter, &mut view, entry, &mut outcome);
+        start_or_wait(&fitter, &mut cache, &mut view, entry, &mut outcome);
     }
 
     let mut groups = group_demand(state, &fitter, &order, &mut outcome);
@@ -50,7 +53,7 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
             if entry.request.slots > budget {
                 let reason = WaitReason::OverFairShare { share: offered, used: offered - budget };
                 outcome.waiting.insert(entry.id().clone(), reason);
-            } else if start_or_wait(&fitter, &mut view, entry, &mut outcome) {
+            } else if start_or_wait(&fitter, &mut cache, &mut view, entry, &mut outcome) {
                 budget -= entry.request.slots;
             }
         }
@@ -59,15 +62,16 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
 }
 
 /// Starts `entry` if it fits the view now, or records why not. True if it started.
-fn start_or_wait(fitter: &Fitter, view: &mut Agents, entry: &Entry, outcome: &mut PassOutcome) -> bool {
-    match fitter.find(&entry.request, view) {
+fn start_or_wait(fitter: &Fitter, cache: &mut FitCache, view: &mut Agents, entry: &Entry, outcome: &mut PassOutcome) -> bool {
+    match cache.find(fitter, &entry.request, view) {
         Some(placements) => {
             fit::hold(view, entry.id(), &placements);
+            cache.held(view, &placements);
             outcome.assignments.push(Assignment { allocation_id: entry.id().clone(), placements, backfilled: false });
             true
         }
         None => {
-            outcome.waiting.insert(entry.id().clone(), fitter.diagnose(&entry.request, view));
+            outcome.waiting.insert(entry.id().clone(), cache.diagnose(fitter, &entry.request, view));
             false
         }
     }
@@ -87,6 +91,8 @@ struct GroupShare<'a> {
     entitled: u32,
     /// Dropped from this pass to break a deadlock (its offer could not start anything).
     disabled: bool,
+    /// Slots of its smallest pending request.
+    smallest_pending: Option<u32>,
     pending: Vec<&'a Entry>,
     running: Vec<&'a Entry>,
 }
@@ -102,13 +108,15 @@ impl GroupShare<'_> {
 fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], outcome: &mut PassOutcome) -> Vec<GroupShare<'a>> {
     let mut groups: Vec<GroupShare<'a>> = Vec::new();
     let mut index_of: BTreeMap<&JobId, usize> = BTreeMap::new();
+    // Diagnosed against the pool as it is, which does not change here.
+    let mut cache = FitCache::default();
     for &entry in order.iter().filter(|e| !e.is_zero_slot()) {
         let scheduled = entry.state.is_scheduled();
         if scheduled && !entry.is_active() {
             continue;
         }
         if !scheduled {
-            let reason = fitter.diagnose(&entry.request, &state.agents);
+            let reason = cache.diagnose(fitter, &entry.request, &state.agents);
             if reason.can_never_fit() {
                 outcome.waiting.insert(entry.id().clone(), reason);
                 continue;
@@ -124,6 +132,7 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
                 presubscribed: 0,
                 entitled: 0,
                 disabled: false,
+                smallest_pending: None,
                 pending: Vec::new(),
                 running: Vec::new(),
             });
@@ -139,6 +148,7 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
             }
             group.running.push(entry);
         } else {
+            group.smallest_pending = Some(group.smallest_pending.map_or(slots, |s| s.min(slots)));
             group.pending.push(entry);
         }
     }
@@ -192,8 +202,7 @@ fn break_deadlock(groups: &mut [GroupShare<'_>], hungry: &[usize], left: &mut u3
         .copied()
         .filter(|&i| {
             let group = &groups[i];
-            let smallest = group.pending.iter().map(|e| e.request.slots).min();
-            group.active == 0 && smallest.is_some_and(|slots| slots > group.offered())
+            group.active == 0 && group.smallest_pending.is_some_and(|slots| slots > group.offered())
         })
         .max_by_key(|&i| groups[i].position);
     let Some(index) = stuck else {

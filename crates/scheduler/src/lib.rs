@@ -21,11 +21,14 @@ mod decisions;
 mod error;
 mod fair_share;
 mod fit;
+mod fit_cache;
+mod free_index;
 mod ids;
 mod priority;
 mod queue;
 mod request;
 mod scheduler;
+pub mod sim;
 mod snapshot;
 mod state;
 

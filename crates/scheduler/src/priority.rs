@@ -11,13 +11,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::decisions::{Assignment, PassOutcome, WaitReason};
 use crate::fit::{self, Agents, Fitter};
+use crate::fit_cache::FitCache;
 use crate::ids::AllocationId;
 use crate::request::Entry;
 use crate::state::PoolState;
 
 pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let order = state.queue_order();
-    let mut outcome = PassOutcome::default();
+    let queued = order.iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
+    let mut outcome = PassOutcome { queued, ..PassOutcome::default() };
     for zero_slot in [false, true] {
         let class: Vec<&Entry> = order.iter().copied().filter(|e| e.is_zero_slot() == zero_slot).collect();
         let mut pass = ClassPass {
@@ -27,6 +29,7 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
             view: state.agents_view(),
             releasing: BTreeSet::new(),
             backfilling: false,
+            cache: FitCache::default(),
             outcome: &mut outcome,
         };
         pass.run(&class);
@@ -45,6 +48,8 @@ struct ClassPass<'a, 'o> {
     releasing: BTreeSet<AllocationId>,
     /// Set once a request that could fit the pool did not fit now.
     backfilling: bool,
+    /// Fitting results of this pass, valid while the view has not changed in their favour.
+    cache: FitCache,
     outcome: &'o mut PassOutcome,
 }
 
@@ -66,13 +71,14 @@ impl<'a> ClassPass<'a, '_> {
     fn run_priority(&mut self, priority: u32, requests: &[&'a Entry], scheduled: &ByPriority<'a>) {
         let mut unfitted = Vec::new();
         for &entry in requests {
-            let Some(placements) = self.fitter.find(&entry.request, &self.view) else {
+            let Some(placements) = self.cache.find(&self.fitter, &entry.request, &self.view) else {
                 unfitted.push(entry);
                 continue;
             };
             // The slots stay reserved in the view even when the request may not start, so that
             // lower priorities cannot take them.
             fit::hold(&mut self.view, entry.id(), &placements);
+            self.cache.held(&self.view, &placements);
             let may_start = self.releasing.is_empty() && (!self.backfilling || (self.preemption && entry.request.preemptible));
             if may_start {
                 let backfilled = self.backfilling;
@@ -83,7 +89,7 @@ impl<'a> ClassPass<'a, '_> {
         }
 
         let diagnosed: Vec<(&Entry, WaitReason)> =
-            unfitted.into_iter().map(|entry| (entry, self.fitter.diagnose(&entry.request, &self.view))).collect();
+            unfitted.into_iter().map(|entry| (entry, self.cache.diagnose(&self.fitter, &entry.request, &self.view))).collect();
         // A request that can never fit must not hold everything below it back forever.
         if diagnosed.iter().any(|(_, reason)| !reason.can_never_fit()) {
             self.backfilling = true;
@@ -102,12 +108,17 @@ impl<'a> ClassPass<'a, '_> {
     /// Reserves room for `entry` in the view, from preemptions already decided this pass or by
     /// choosing new victims. False (and nothing changed) when no preemption makes it fit.
     fn make_room(&mut self, entry: &Entry, priority: u32, scheduled: &ByPriority<'a>) -> bool {
-        if let Some(placements) = self.fitter.find(&entry.request, &self.view) {
+        if let Some(placements) = self.cache.find(&self.fitter, &entry.request, &self.view) {
             fit::hold(&mut self.view, entry.id(), &placements);
+            self.cache.held(&self.view, &placements);
             return true;
+        }
+        if self.cache.known_no_room(&entry.request) {
+            return false;
         }
         let candidates = self.victim_candidates(entry, priority, scheduled);
         let Some(victims) = self.fewest_victims(entry, &candidates) else {
+            self.cache.no_room(&entry.request);
             return false;
         };
         let mut view = self.view_without(&victims);
@@ -116,6 +127,7 @@ impl<'a> ClassPass<'a, '_> {
         };
         fit::hold(&mut view, entry.id(), &placements);
         self.view = view;
+        self.cache.freed();
         for victim in victims {
             self.releasing.insert(victim.id().clone());
             self.outcome.preemptions.push(victim.id().clone());

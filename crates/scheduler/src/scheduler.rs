@@ -1,6 +1,8 @@
 //! [`Scheduler`]: one resource pool's scheduler as a deterministic state machine. Every input is
 //! a method call; [`Scheduler::schedule`] runs the configured policy and applies its decisions.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::agent::{Agent, AgentSpec, Slot};
@@ -78,15 +80,14 @@ impl Scheduler {
     }
 
     pub fn enable_slot(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<(), SchedulerError> {
-        self.slot_mut(agent_id, slot_id)?.enabled = true;
+        self.change_slot_enabled(agent_id, slot_id, true)?;
         Ok(())
     }
 
     /// Stops placing work on the slot. Returns the allocation holding it, if any; it keeps the
     /// slot until released.
     pub fn disable_slot(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<Option<AllocationId>, SchedulerError> {
-        let slot = self.slot_mut(agent_id, slot_id)?;
-        slot.enabled = false;
+        let slot = self.change_slot_enabled(agent_id, slot_id, false)?;
         Ok(slot.allocation.clone())
     }
 
@@ -156,6 +157,7 @@ impl Scheduler {
 
     fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
         let mut decisions = Decisions::default();
+        let assigned: HashSet<AllocationId> = outcome.assignments.iter().map(|a| a.allocation_id.clone()).collect();
         for assignment in outcome.assignments {
             let Some(entry) = self.state.entries.get_mut(&assignment.allocation_id) else { continue };
             debug_assert!(assignment.placements.iter().all(|p| {
@@ -180,15 +182,18 @@ impl Scheduler {
                 decisions.preemptions.push(allocation_id);
             }
         }
+        // Every request still queued gets this pass's reason (or none); walked in map order and
+        // then reported in queue order, without a lookup by id per request.
         let mut waiting = outcome.waiting;
-        let queued: Vec<AllocationId> =
-            self.state.queue_order().into_iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
-        for allocation_id in queued {
-            let reason = waiting.remove(&allocation_id);
-            if let Some(entry) = self.state.entries.get_mut(&allocation_id) {
-                entry.state = AllocationState::Queued { reason: reason.clone() };
+        for entry in self.state.entries.values_mut() {
+            if !entry.state.is_scheduled() {
+                entry.state = AllocationState::Queued { reason: waiting.get(entry.id()).cloned() };
             }
-            if let Some(reason) = reason {
+        }
+        for allocation_id in outcome.queued {
+            if let Some(reason) = waiting.remove(&allocation_id)
+                && !assigned.contains(&allocation_id)
+            {
                 decisions.waiting.push(Waiting { allocation_id, reason });
             }
         }
@@ -256,10 +261,9 @@ impl Scheduler {
         self.state.agents.get_mut(agent_id).ok_or_else(|| SchedulerError::UnknownAgent(agent_id.clone()))
     }
 
-    pub(crate) fn slot_mut(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<&mut Slot, SchedulerError> {
+    pub(crate) fn change_slot_enabled(&mut self, agent_id: &AgentId, slot_id: SlotId, enabled: bool) -> Result<&Slot, SchedulerError> {
         self.agent_mut(agent_id)?
-            .slots
-            .get_mut(&slot_id)
+            .set_slot_enabled(slot_id, enabled)
             .ok_or_else(|| SchedulerError::UnknownSlot { agent: agent_id.clone(), slot: slot_id })
     }
 

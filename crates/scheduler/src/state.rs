@@ -48,16 +48,19 @@ impl PoolState {
     }
 
     pub fn queue_key(&self, entry: &Entry) -> QueueKey {
+        // One lookup of the job for both its priority and its place.
+        let job = self.jobs.get(&entry.request.job_id);
         // Fair share has no priorities: its queue is submission order.
-        let priority = if self.is_fair_share() { 0 } else { self.priority(entry) };
-        let (job_time, job_seq) = self.job_position(entry);
+        let priority = if self.is_fair_share() { 0 } else { job.map_or(DEFAULT_PRIORITY, |job| job.priority) };
+        let (job_time, job_seq) = job.map_or((entry.request.submitted_at, entry.seq), JobGroup::position);
         (priority, job_time, job_seq, entry.request.submitted_at, entry.seq)
     }
 
     /// Every request, pending or scheduled, in queue order.
     pub fn queue_order(&self) -> Vec<&Entry> {
         let mut entries: Vec<&Entry> = self.entries.values().collect();
-        entries.sort_by_key(|e| self.queue_key(e));
+        // Cached: the key looks the job up by id, and 10,000 requests sort in ~140,000 comparisons.
+        entries.sort_by_cached_key(|e| self.queue_key(e));
         entries
     }
 
