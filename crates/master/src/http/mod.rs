@@ -29,6 +29,7 @@ mod preview;
 mod projects;
 mod prometheus;
 mod proxy;
+mod resource_pools;
 mod runs;
 mod runtime_allocations;
 mod runtime_auth;
@@ -152,6 +153,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/agents", get(agents::list))
         .route("/api/v1/agents/{id}", get(agents::get))
         .route("/api/v1/agents/{id}/slots", get(agents::slots))
+        .route("/api/v1/resource-pools", get(resource_pools::list))
         .route("/api/v1/trials/{id}/metrics", post(runtime_trials::report_metrics))
         .route("/api/v1/trials/{id}/training_metrics", post(runtime_trials::report_training_metrics))
         .route("/api/v1/trials/{id}/validation_metrics", post(runtime_trials::report_validation_metrics))

@@ -182,6 +182,7 @@ use utoipa::{Modify, OpenApi};
         super::agents::list,
         super::agents::get,
         super::agents::slots,
+        super::resource_pools::list,
         super::runtime_trials::report_training_metrics,
         super::runtime_trials::report_validation_metrics,
         super::tasks::legacy_list,

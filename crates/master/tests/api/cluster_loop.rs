@@ -39,8 +39,21 @@ impl FakeAgent {
         tasks_reattached: Vec<String>,
         authorization: Option<&str>,
     ) -> Result<FakeAgent, (u16, String)> {
+        Self::try_connect_in(base, id, slots, tasks_reattached, authorization, "default").await
+    }
+
+    /// [`FakeAgent::try_connect`] joining resource pool `pool`; a refusal on the open websocket
+    /// (`AgentShutdown`) is status 101 with the master's message.
+    pub async fn try_connect_in(
+        base: &str,
+        id: &str,
+        slots: u32,
+        tasks_reattached: Vec<String>,
+        authorization: Option<&str>,
+        pool: &str,
+    ) -> Result<FakeAgent, (u16, String)> {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-        let url = format!("{}/agents?id={id}&version=0.38.1&resource_pool=default&hostname=localhost", base.replace("http://", "ws://"));
+        let url = format!("{}/agents?id={id}&version=0.38.1&resource_pool={pool}&hostname=localhost", base.replace("http://", "ws://"));
         let mut request = url.into_client_request().unwrap();
         if let Some(value) = authorization {
             request.headers_mut().insert("authorization", value.parse().unwrap());
@@ -57,6 +70,7 @@ impl FakeAgent {
         let mut agent = FakeAgent { socket };
         match agent.recv().await {
             MasterToAgent::MasterSetAgentOptions(o) => assert_eq!(o.version, "0.38.1"),
+            MasterToAgent::AgentShutdown { err_msg } => return Err((101, err_msg)),
             other => panic!("expected options first, got {other:?}"),
         }
         let devices = (0..slots)
@@ -66,7 +80,7 @@ impl FakeAgent {
             .send(AgentToMaster::AgentStarted(AgentStarted {
                 version: "0.38.1".into(),
                 devices,
-                resource_pool: "default".into(),
+                resource_pool: pool.into(),
                 hostname: "localhost".into(),
                 tasks_reattached,
                 addresses: vec![],
@@ -76,7 +90,7 @@ impl FakeAgent {
         Ok(agent)
     }
 
-    async fn send(&mut self, message: AgentToMaster) {
+    pub async fn send(&mut self, message: AgentToMaster) {
         self.socket.send(Message::text(serde_json::to_string(&message).unwrap())).await.unwrap();
     }
 
@@ -164,13 +178,13 @@ impl FakeAgent {
 const CONFIG: &str = "name: loop\nentrypoint: python3 train.py\nsearcher: {name: single, metric: loss, max_length: {batches: 10}}\n\
                       hyperparameters: {lr: 0.1}\nmax_restarts: 1\n";
 
-async fn create(m: &TestMaster, token: &str, config: &str) -> i64 {
+pub async fn create(m: &TestMaster, token: &str, config: &str) -> i64 {
     let r = m.post("/api/v1/experiments", Some(token), json!({"config": config, "modelDefinition": [], "activate": true})).await;
     assert_eq!(r.status, 200, "{}", r.text);
     r.body["experiment"]["id"].as_i64().unwrap()
 }
 
-async fn wait_for(m: &TestMaster, token: &str, path: &str, pointer: &str, want: &str) -> Value {
+pub async fn wait_for(m: &TestMaster, token: &str, path: &str, pointer: &str, want: &str) -> Value {
     let mut last = Value::Null;
     for _ in 0..200 {
         let r = m.get(path, Some(token)).await;

@@ -40,19 +40,14 @@ impl Orchestrator {
         // `<task>.1`, then one more for every unpause.
         let earlier = self.store.task_by_id(task_id).await?.allocations.len();
         let allocation_id = format!("{task_id}.{}", earlier + 1);
-        let pool = if config.resource_pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
         let request = ResourceRequest {
             excluded_nodes: Vec::new(),
             allocation_id: allocation_id.clone(),
             task_id: task_id.to_owned(),
             job_id: record.job_id,
-            pool,
+            pool: config.resource_pool.clone(),
             slots: config.slots,
-            priority: record
-                .priority
-                .and_then(|p| u32::try_from(p).ok())
-                .or(config.priority)
-                .unwrap_or(resolute_scheduler::DEFAULT_PRIORITY),
+            priority: record.priority.and_then(|p| u32::try_from(p).ok()).or(config.priority),
             weight: config.weight,
             // An interactive task cannot checkpoint: the scheduler must not take its slots.
             preemptible: false,

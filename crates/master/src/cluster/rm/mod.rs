@@ -8,6 +8,7 @@
 //! assume agents. Its own inputs (agent connections, its timers) arrive as [`RmInput`].
 
 mod agents;
+mod pools;
 
 use std::collections::BTreeMap;
 
@@ -23,10 +24,12 @@ pub struct ResourceRequest {
     pub allocation_id: String,
     pub task_id: String,
     pub job_id: String,
+    /// The pool it names; empty: the default compute pool (aux pool for zero slots).
     pub pool: String,
     /// 0 for an aux task (a command, TensorBoard or notebook with no slots).
     pub slots: u32,
-    pub priority: u32,
+    /// 1 (highest) … 99; `None`: its pool's default priority.
+    pub priority: Option<u32>,
     pub weight: f64,
     /// Whether the scheduler may preempt it (trials checkpoint; interactive tasks cannot).
     pub preemptible: bool,
