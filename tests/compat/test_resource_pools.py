@@ -50,7 +50,8 @@ def pools_det(pools_master: Master, isolated_client_config: Path) -> DetCli:
 
 
 def start_agent(master: Master, workdir: Path, slots: int, pool: str) -> Agent:
-    agent = Agent(master, workdir, slots=slots, extra_args=["--resource-pool", pool])
+    # Its own id: the previous test's agent may still wait out its reconnect window.
+    agent = Agent(master, workdir, slots=slots, extra_args=["--resource-pool", pool, "--agent-id", f"agent-{pool}"])
     agent.wait_registered(master)
     return agent
 

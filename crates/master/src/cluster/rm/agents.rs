@@ -131,6 +131,11 @@ impl AgentResourceManager {
                 return;
             }
         }
+        if let Err(err_msg) = self.change_pool(&query.id, &query.resource_pool) {
+            tracing::warn!(agent = %query.id, "refusing an agent: {err_msg}");
+            let _ = outbox.send(MasterToAgent::AgentShutdown { err_msg });
+            return;
+        }
         if let Some(existing) = self.agents.get(&query.id)
             && existing.outbox.as_ref().is_some_and(|o| !o.is_closed())
         {
@@ -165,6 +170,24 @@ impl AgentResourceManager {
         agent.conn_id = conn_id;
         agent.outbox = Some(outbox);
         tracing::info!(agent = %query.id, reconnect = query.reconnect, "agent connected");
+    }
+
+    /// An agent id coming back (within its reconnect window) in another pool: with no tasks
+    /// left there it leaves its old pool and registers afresh; with tasks it is refused.
+    fn change_pool(&mut self, agent_id: &str, pool: &str) -> Result<(), String> {
+        let Some(old) = self.agents.get(agent_id).filter(|a| a.resource_pool != pool) else { return Ok(()) };
+        if self.containers.values().any(|c| c.agent_id == agent_id) {
+            return Err(format!(
+                "agent {agent_id:?} still has tasks in resource pool {:?}; reconnect it to that pool, or wait for them to end",
+                old.resource_pool
+            ));
+        }
+        if let Some(old) = self.agents.remove(agent_id)
+            && old.started
+        {
+            let _ = self.pool(&old.resource_pool).remove_agent(&agent_id.into());
+        }
+        Ok(())
     }
 
     fn message(&mut self, conn_id: u64, agent_id: &str, message: AgentToMaster) -> Vec<RmEvent> {
