@@ -427,8 +427,8 @@ impl ResourceManager for AgentResourceManager {
     }
 
     fn view(&self) -> ClusterView {
-        let mut view = ClusterView::default();
-        view.pools = self.pools.iter().map(|(name, scheduler)| (name.clone(), scheduler.stats())).collect();
+        let pools = self.pools.iter().map(|(name, scheduler)| (name.clone(), scheduler.stats())).collect();
+        let mut view = ClusterView { pools, ..ClusterView::default() };
         for agent in self.agents.values().filter(|a| a.started) {
             let slots = agent
                 .devices
