@@ -1,7 +1,8 @@
 //! The fair-share policy: max-min fairness between jobs, weighted. Each job's slot demand is its
 //! running plus pending slots; slots are offered by progressive filling in proportion to weight;
 //! jobs over their offer are preempted (newest allocation first, when preemption is on) and jobs
-//! under it start pending requests that fit. Zero-slot requests are not shared: they start
+//! under it start pending requests that fit. A job's `max_slots` caps its demand, so it is never
+//! offered more (what it holds unpreemptibly excepted). Zero-slot requests are not shared: they start
 //! whenever an aux container is free.
 
 use std::collections::BTreeMap;
@@ -87,6 +88,8 @@ struct GroupShare<'a> {
     entitled: u32,
     /// Dropped from this pass to break a deadlock (its offer could not start anything).
     disabled: bool,
+    /// The job's `max_slots`.
+    max_slots: Option<u32>,
     pending: Vec<&'a Entry>,
     running: Vec<&'a Entry>,
 }
@@ -124,12 +127,14 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
                 presubscribed: 0,
                 entitled: 0,
                 disabled: false,
+                max_slots: None,
                 pending: Vec::new(),
                 running: Vec::new(),
             });
             groups.len() - 1
         });
         let group = &mut groups[index];
+        group.max_slots = state.jobs.get(job).and_then(|j| j.max_slots);
         let slots = entry.request.slots;
         group.demand = group.demand.saturating_add(slots);
         if scheduled {
@@ -140,6 +145,11 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
             group.running.push(entry);
         } else {
             group.pending.push(entry);
+        }
+    }
+    for group in &mut groups {
+        if let Some(max) = group.max_slots {
+            group.demand = group.demand.min(max.max(group.presubscribed));
         }
     }
     groups

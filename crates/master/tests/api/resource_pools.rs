@@ -187,3 +187,29 @@ pub async fn without_preemption_higher_priority_waits(m: &TestMaster) {
     agent.exit(&second, 0).await;
     wait_for(m, &token, &format!("/api/v1/experiments/{low}"), "/experiment/state", "STATE_COMPLETED").await;
 }
+
+/// Fair share honours `resources.max_slots`: a capped search holds two of four slots even with
+/// more trials waiting, and the next start goes to another experiment.
+pub async fn fair_share_caps_a_job_at_its_max_slots(m: TestMaster) {
+    let m = m
+        .restart_with(|c| {
+            c.resource_pools = pools(json!({"resource_pools": [{"pool_name": "default", "scheduler": {"type": "fair_share"}}]}))
+        })
+        .await;
+    let token = m.login("determined", "").await;
+    let mut agent = FakeAgent::connect(&m, "agent-1", 4).await;
+    let search = "name: capped\nentrypoint: python3 train.py\nmax_restarts: 0\nresources: {max_slots: 2}\n\
+                  searcher: {name: random, metric: loss, max_trials: 4, max_concurrent_trials: 4, max_length: {batches: 10}}\n\
+                  hyperparameters: {lr: 0.1}\n";
+    let capped = create(&m, &token, search).await;
+    let first = agent.next_start().await;
+    let second = agent.next_start().await;
+    assert!([&first, &second].iter().all(|s| s.env["DET_EXPERIMENT_ID"] == capped.to_string()));
+    let other = create(&m, &token, &experiment("other", "{slots_per_trial: 1}")).await;
+    let third = agent.next_start().await;
+    assert_eq!(third.env["DET_EXPERIMENT_ID"], other.to_string(), "the capped search's other trials wait");
+    // A slot of its own freed comes back to it.
+    agent.exit(&first, 0).await;
+    let fourth = agent.next_start().await;
+    assert_eq!(fourth.env["DET_EXPERIMENT_ID"], capped.to_string());
+}

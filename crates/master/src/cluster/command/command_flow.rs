@@ -49,6 +49,7 @@ impl Orchestrator {
             slots: config.slots,
             priority: record.priority.and_then(|p| u32::try_from(p).ok()).or(config.priority),
             weight: config.weight,
+            max_slots: None,
             // An interactive task cannot checkpoint: the scheduler must not take its slots.
             preemptible: false,
         };

@@ -31,6 +31,8 @@ pub struct ResourceRequest {
     /// 1 (highest) … 99; `None`: its pool's default priority.
     pub priority: Option<u32>,
     pub weight: f64,
+    /// The most slots its job may hold at once (`resources.max_slots`; fair share enforces it).
+    pub max_slots: Option<u32>,
     /// Whether the scheduler may preempt it (trials checkpoint; interactive tasks cannot).
     pub preemptible: bool,
     /// Nodes it must not be placed on (a trial's `exclude_node` log policy fired there).

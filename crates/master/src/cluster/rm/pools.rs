@@ -36,6 +36,7 @@ pub(super) fn allocation_request(pools: &ResourcePools, r: &ResourceRequest, now
     AllocationRequest::new(r.allocation_id.as_str(), r.task_id.as_str(), r.job_id.as_str(), pool, r.slots, now)
         .with_priority(priority)
         .with_weight(r.weight)
+        .with_max_slots(r.max_slots)
         .with_preemptible(r.preemptible)
         .excluding(r.excluded_nodes.iter().map(|n| resolute_scheduler::AgentId::new(n.as_str())))
 }
@@ -66,6 +67,7 @@ mod tests {
             slots,
             priority,
             weight: 1.0,
+            max_slots: Some(3),
             preemptible: true,
             excluded_nodes: vec![],
         }
@@ -85,6 +87,7 @@ mod tests {
         let pools = pools();
         let r = allocation_request(&pools, &request("", 2, None), LogicalTime(1));
         assert_eq!((r.resource_pool.as_str(), r.priority), ("gpu", 60), "compute pool and its default priority");
+        assert_eq!(r.max_slots, Some(3));
         let r = allocation_request(&pools, &request("", 0, Some(5)), LogicalTime(1));
         assert_eq!((r.resource_pool.as_str(), r.priority), ("cpu", 5), "zero slots go to the aux pool");
         let r = allocation_request(&pools, &request("cpu", 1, None), LogicalTime(1));

@@ -32,6 +32,7 @@ impl Orchestrator {
             slots: exp.slots(),
             priority: resources.priority.map(u32::from),
             weight: resources.weight,
+            max_slots: resources.max_slots,
             preemptible: true,
             excluded_nodes: trial.log_policy.excluded_nodes.iter().cloned().collect(),
         };
