@@ -14,6 +14,7 @@ use resolute_cli::commands::experiment::{self, ExperimentCommand};
 use resolute_cli::commands::master::{self, MasterCommand};
 use resolute_cli::commands::notebook::{self, NotebookCommand};
 use resolute_cli::commands::preview::{self, PreviewArgs};
+use resolute_cli::commands::resource_pool::{self, ResourcePoolCommand};
 use resolute_cli::commands::shell::{self, ShellCommand};
 use resolute_cli::commands::slot::{self, SlotCommand};
 use resolute_cli::commands::task::{self, TaskCommand};
@@ -104,6 +105,12 @@ enum Command {
         #[command(subcommand)]
         command: Option<SlotCommand>,
     },
+    /// list resource pools
+    #[command(name = "resource-pool", visible_alias = "rp")]
+    ResourcePool {
+        #[command(subcommand)]
+        command: Option<ResourcePoolCommand>,
+    },
     /// preview search
     PreviewSearch(PreviewArgs),
     /// manage commands
@@ -168,6 +175,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Task { command } => task::run(&globals, command)?,
         Command::Agent { command } => agent::run(&globals, command)?,
         Command::Slot { command } => slot::run(&globals, command)?,
+        Command::ResourcePool { command } => resource_pool::run(&globals, command)?,
         Command::PreviewSearch(args) => preview::run(&globals, args)?,
         Command::Cmd { command } => command::run(&globals, command)?,
         Command::Notebook { command } => notebook::run(&globals, command)?,

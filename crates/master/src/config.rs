@@ -13,6 +13,10 @@ use thiserror::Error;
 
 use crate::domain::task_container_defaults::TaskContainerDefaults;
 
+pub mod resource_pools;
+
+pub use resource_pools::{PoolConfig, ResourcePools};
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
@@ -160,9 +164,13 @@ pub struct MasterConfig {
     /// it cannot apply.
     pub task_container_defaults: Option<Value>,
     /// `resource_pools[].task_container_defaults` by `pool_name` (the rest of `resource_pools` is
-    /// not read yet).
+    /// in `resource_pools`).
     #[serde(skip)]
     pub pool_task_container_defaults: BTreeMap<String, Value>,
+    /// `resource_manager` and `resource_pools`: the pools, their schedulers and the default
+    /// pools (`config/resource_pools.rs`).
+    #[serde(skip)]
+    pub resource_pools: ResourcePools,
     /// Both of the above, validated (by [`MasterConfig::from_tree`]).
     #[serde(skip)]
     pub container_defaults: TaskContainerDefaults,
@@ -311,6 +319,7 @@ impl Default for MasterConfig {
             agent_reattach_wait: 60,
             task_container_defaults: None,
             pool_task_container_defaults: BTreeMap::new(),
+            resource_pools: ResourcePools::default(),
             container_defaults: TaskContainerDefaults::default(),
             webhooks: WebhooksConfig::default(),
             observability: ObservabilityConfig::default(),
@@ -347,8 +356,6 @@ impl Default for LogConfig {
 
 /// Top-level keys of upstream's master.yaml that we accept without acting on them yet.
 const UPSTREAM_ONLY_KEYS: &[&str] = &[
-    "resource_manager",
-    "resource_pools",
     "additional_resource_managers",
     "telemetry",
     "enable_cors",
@@ -408,8 +415,13 @@ impl MasterConfig {
     pub fn from_tree(mut tree: Value) -> Result<MasterConfig, ConfigError> {
         let mut warnings = Vec::new();
         let pool_defaults = pool_task_container_defaults(&tree);
+        let (resource_pools, pool_warnings) = ResourcePools::from_tree(&tree)?;
+        warnings.extend(pool_warnings);
         let port_given = tree.get("port").is_some_and(|p| !p.is_null());
         if let Value::Object(map) = &mut tree {
+            // Read above, by `ResourcePools::from_tree`.
+            map.remove("resource_manager");
+            map.remove("resource_pools");
             for key in UPSTREAM_ONLY_KEYS {
                 if map.remove(*key).is_some() {
                     warnings.push(format!("master config key `{key}` is not supported yet and is ignored"));
@@ -421,6 +433,7 @@ impl MasterConfig {
             .map_err(|e| ConfigError::Invalid { field: "master config".to_owned(), message: e.to_string() })?;
         warnings.extend(ignored.into_iter().map(|p| format!("unknown master config key `{p}` is ignored")));
         config.pool_task_container_defaults = pool_defaults;
+        config.resource_pools = resource_pools;
         let (container_defaults, defaults_warnings) =
             TaskContainerDefaults::from_config(config.task_container_defaults.as_ref(), &config.pool_task_container_defaults)
                 .map_err(|e| ConfigError::Invalid { field: e.field, message: e.message })?;

@@ -67,10 +67,16 @@ fn bad_values_name_the_field() {
 
 #[test]
 fn unknown_and_upstream_only_keys_warn() {
-    let tree = serde_json::json!({"resource_manager": {"type": "agent"}, "db": {"hots": "x"}, "bogus": 1});
+    let tree = serde_json::json!({"resource_manager": {"type": "agent", "require_authentication": true}, "telemetry": {},
+        "resource_pools": [{"pool_name": "default", "scheduler": {"type": "priority", "preemption": true}}],
+        "db": {"hots": "x"}, "bogus": 1});
     let c = MasterConfig::from_tree(tree).unwrap();
     let all = c.warnings.join("\n");
-    assert!(all.contains("resource_manager"), "{all}");
+    assert!(all.contains("`resource_manager.require_authentication` is not supported"), "{all}");
+    assert!(all.contains("`telemetry` is not supported"), "{all}");
+    // What we honour is not warned about.
+    assert!(!all.contains("resource_pools") && !all.contains("`resource_manager` "), "{all}");
+    assert_eq!(c.resource_pools.get("default").map(|p| p.scheduler.policy.preemption()), Some(true));
     assert!(all.contains("db.hots"), "{all}");
     assert!(all.contains("bogus"), "{all}");
 }

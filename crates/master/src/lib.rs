@@ -66,6 +66,7 @@ impl Master {
         };
         let store = Arc::new(open_store(&config).await?);
         let (cluster, cluster_events) = cluster::ClusterHandle::new();
+        let cluster = cluster.with_resource_pools(config.resource_pools.clone());
         let state = AppState::new(
             store.clone(),
             config.clone(),

@@ -1,7 +1,8 @@
 //! The fair-share policy: max-min fairness between jobs, weighted. Each job's slot demand is its
 //! running plus pending slots; slots are offered by progressive filling in proportion to weight;
 //! jobs over their offer are preempted (newest allocation first, when preemption is on) and jobs
-//! under it start pending requests that fit. Zero-slot requests are not shared: they start
+//! under it start pending requests that fit. A job's `max_slots` caps its demand, so it is never
+//! offered more (what it holds unpreemptibly excepted). Zero-slot requests are not shared: they start
 //! whenever an aux container is free.
 
 use std::collections::BTreeMap;
@@ -93,6 +94,8 @@ struct GroupShare<'a> {
     disabled: bool,
     /// Slots of its smallest pending request.
     smallest_pending: Option<u32>,
+    /// The job's `max_slots`.
+    max_slots: Option<u32>,
     pending: Vec<&'a Entry>,
     running: Vec<&'a Entry>,
 }
@@ -133,12 +136,14 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
                 entitled: 0,
                 disabled: false,
                 smallest_pending: None,
+                max_slots: None,
                 pending: Vec::new(),
                 running: Vec::new(),
             });
             groups.len() - 1
         });
         let group = &mut groups[index];
+        group.max_slots = state.jobs.get(job).and_then(|j| j.max_slots);
         let slots = entry.request.slots;
         group.demand = group.demand.saturating_add(slots);
         if scheduled {
@@ -150,6 +155,11 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
         } else {
             group.smallest_pending = Some(group.smallest_pending.map_or(slots, |s| s.min(slots)));
             group.pending.push(entry);
+        }
+    }
+    for group in &mut groups {
+        if let Some(max) = group.max_slots {
+            group.demand = group.demand.min(max.max(group.presubscribed));
         }
     }
     groups

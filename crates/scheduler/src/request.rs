@@ -42,6 +42,11 @@ pub struct AllocationRequest {
     /// Agents this request must not be placed on (a trial's `exclude_node` log policy fired there).
     #[serde(default)]
     pub excluded_agents: BTreeSet<AgentId>,
+    /// The most slots the job may hold at once (`resources.max_slots`), enforced by fair share
+    /// (as upstream: not by the priority policy). Like `priority`, it seeds the job's on first
+    /// sight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_slots: Option<u32>,
 }
 
 impl AllocationRequest {
@@ -67,7 +72,13 @@ impl AllocationRequest {
             resource_pool: resource_pool.into(),
             label: String::new(),
             excluded_agents: BTreeSet::new(),
+            max_slots: None,
         }
+    }
+
+    pub fn with_max_slots(mut self, max_slots: Option<u32>) -> Self {
+        self.max_slots = max_slots;
+        self
     }
 
     pub fn with_priority(mut self, priority: u32) -> Self {
@@ -175,6 +186,9 @@ pub(crate) struct JobGroup {
     /// The first request's `submitted_at` and counter: the job's place in the queue.
     pub registered_at: LogicalTime,
     pub seq: u64,
+    /// Fair share never offers the job more than this many slots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_slots: Option<u32>,
     #[serde(skip)]
     pub members: usize,
 }

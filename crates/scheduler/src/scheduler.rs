@@ -107,6 +107,7 @@ impl Scheduler {
             weight,
             registered_at: request.submitted_at,
             seq,
+            max_slots: request.max_slots,
             members: 0,
         });
         job.members += 1;

@@ -338,6 +338,24 @@ fn fair_share_splits_slots_by_weight() {
 }
 
 #[test]
+fn fair_share_never_offers_a_job_more_than_its_max_slots() {
+    let mut h = Harness::new(fair_share(true));
+    h.agent("a1", 4);
+    for n in 1..=4 {
+        h.submit_with(&format!("capped.{n}"), "capped", 1, |r| r.with_max_slots(Some(2)));
+    }
+    assert_eq!(h.schedule(), "assign capped.1 a1[0]; assign capped.2 a1[1]", "two of four slots, though the rest are idle");
+    let Some(AllocationState::Queued { reason: Some(reason) }) = h.scheduler.allocation(&"capped.3".into()) else { panic!() };
+    assert_eq!(reason, &WaitReason::OverFairShare { share: 2, used: 2 });
+    // Another job takes the idle slots; the capped one still holds two.
+    h.submit("free.1", "free", 1);
+    h.submit("free.2", "free", 1);
+    assert_eq!(h.schedule(), "assign free.1 a1[2]; assign free.2 a1[3]");
+    h.release("capped.1");
+    assert_eq!(h.schedule(), "assign capped.3 a1[0]", "a freed slot of its own comes back to it");
+}
+
+#[test]
 fn fair_share_without_preemption_only_holds_back_new_work() {
     let mut h = Harness::new(fair_share(false));
     h.agent("a1", 4);

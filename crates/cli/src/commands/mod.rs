@@ -17,6 +17,7 @@ pub mod ntsc;
 mod ntsc_fetch;
 pub mod ntsc_launch;
 pub mod preview;
+pub mod resource_pool;
 pub mod shell;
 pub mod slot;
 pub mod task;

@@ -60,7 +60,9 @@ pub(super) struct AllocationEnd {
 
 impl Orchestrator {
     /// Records a new allocation and queues it with the resource manager.
-    pub(super) async fn request_allocation(&mut self, owner: AllocationOwner, request: ResourceRequest) -> LoopResult<()> {
+    pub(super) async fn request_allocation(&mut self, owner: AllocationOwner, mut request: ResourceRequest) -> LoopResult<()> {
+        // A task naming no pool goes to the default compute pool (aux pool for zero slots).
+        request.pool = self.handle.resource_pools().resolve(&request.pool, request.slots).to_owned();
         self.store
             .create_allocation(NewAllocation {
                 allocation_id: request.allocation_id.clone(),

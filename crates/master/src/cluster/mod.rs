@@ -36,7 +36,8 @@ pub use signals::PreemptionSignals;
 pub use task_user::resolve_task_user;
 pub use trial::log_policy::FiredLogPolicy;
 
-/// The pool agents and experiments use when they name none.
+/// The pool agents and experiments use when they name none and no `resource_pools` are
+/// configured (with pools, [`ClusterHandle::resource_pools`] says which are the defaults).
 pub const DEFAULT_POOL: &str = "default";
 pub use view::{AgentView, ClusterView, ContainerView, SlotView};
 
@@ -104,15 +105,32 @@ pub struct ClusterHandle {
     events: mpsc::UnboundedSender<ClusterEvent>,
     signals: Arc<PreemptionSignals>,
     view: Arc<RwLock<ClusterView>>,
+    /// The configured resource pools (fixed for the master's life).
+    pools: Arc<crate::config::ResourcePools>,
 }
 
 impl ClusterHandle {
     /// A handle and the receiving end the loop consumes.
     pub fn new() -> (ClusterHandle, mpsc::UnboundedReceiver<ClusterEvent>) {
         let (events, receiver) = mpsc::unbounded_channel();
-        let handle =
-            ClusterHandle { events, signals: Arc::new(PreemptionSignals::default()), view: Arc::new(RwLock::new(ClusterView::default())) };
+        let handle = ClusterHandle {
+            events,
+            signals: Arc::new(PreemptionSignals::default()),
+            view: Arc::new(RwLock::new(ClusterView::default())),
+            pools: Arc::default(),
+        };
         (handle, receiver)
+    }
+
+    /// The handle with master.yaml's resource pools (before anything clones it).
+    pub fn with_resource_pools(mut self, pools: crate::config::ResourcePools) -> Self {
+        self.pools = Arc::new(pools);
+        self
+    }
+
+    /// The configured resource pools, their schedulers and the default pools.
+    pub fn resource_pools(&self) -> &crate::config::ResourcePools {
+        &self.pools
     }
 
     /// Queues an event for the loop; dropped silently once the loop has stopped (shutdown).

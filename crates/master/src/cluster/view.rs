@@ -9,6 +9,9 @@ use chrono::{DateTime, Utc};
 pub struct ClusterView {
     /// By agent id.
     pub agents: BTreeMap<String, AgentView>,
+    /// Each resource pool's counts (agents, slots, aux containers, queued and scheduled jobs),
+    /// by pool name.
+    pub pools: BTreeMap<String, resolute_scheduler::PoolStats>,
 }
 
 #[derive(Clone, Debug)]

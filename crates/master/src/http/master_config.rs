@@ -1,6 +1,7 @@
 //! `GET /api/v1/master/config` (`det master config`): the master's configuration as upstream's
 //! `Printable()` shows it — admin only, every secret replaced by `********` — with the
-//! `resource_manager` and `feature_switches` keys clients read at start-up.
+//! `resource_manager` (with the default pools), `resource_pools` (each pool's scheduler, defaults
+//! filled in) and `feature_switches`, the keys clients read at start-up.
 
 use axum::Json;
 use axum::extract::State;
@@ -32,11 +33,10 @@ pub async fn get_master_config(State(state): State<AppState>, caller: Principal)
     let mut config = serde_json::to_value(&*state.config).map_err(|_| ApiError::internal())?;
     redact(&mut config);
     if let Value::Object(map) = &mut config {
-        // Upstream's agent resource manager with its single default pool (ours schedules that way).
-        map.entry("resource_manager").or_insert_with(|| {
-            json!({"type": "agent", "default_aux_resource_pool": "default", "default_compute_resource_pool": "default",
-                "scheduler": {"type": "priority", "fitting_policy": "best"}, "no_default_resource_pools": false})
-        });
+        // Upstream's agent resource manager and the pools as configured, defaults filled in.
+        let (manager, pools) = state.cluster.resource_pools().to_upstream();
+        map.insert("resource_manager".to_owned(), manager);
+        map.insert("resource_pools".to_owned(), pools);
         map.entry("feature_switches").or_insert_with(|| json!([]));
     }
     Ok(Json(GetMasterConfigResponse { config }))

@@ -30,6 +30,7 @@ mod preview;
 mod projects;
 mod prometheus;
 mod proxy;
+mod resource_pools;
 mod runs;
 mod runtime_allocations;
 mod runtime_auth;
@@ -157,6 +158,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/agents/{id}/disable", post(agent_control::disable_agent))
         .route("/api/v1/agents/{id}/slots/{slot_id}/enable", post(agent_control::enable_slot))
         .route("/api/v1/agents/{id}/slots/{slot_id}/disable", post(agent_control::disable_slot))
+        .route("/api/v1/resource-pools", get(resource_pools::list))
         .route("/api/v1/trials/{id}/metrics", post(runtime_trials::report_metrics))
         .route("/api/v1/trials/{id}/training_metrics", post(runtime_trials::report_training_metrics))
         .route("/api/v1/trials/{id}/validation_metrics", post(runtime_trials::report_validation_metrics))

@@ -186,6 +186,7 @@ use utoipa::{Modify, OpenApi};
         super::agent_control::disable_agent,
         super::agent_control::enable_slot,
         super::agent_control::disable_slot,
+        super::resource_pools::list,
         super::runtime_trials::report_training_metrics,
         super::runtime_trials::report_validation_metrics,
         super::tasks::legacy_list,

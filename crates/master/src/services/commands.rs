@@ -13,7 +13,7 @@ use super::Principal;
 use super::fit_check::check_fits;
 use super::model_def::{ContextFile, build_archive};
 use super::{task_kinds, tensorboards};
-use crate::cluster::{ClusterEvent, ClusterHandle, DEFAULT_POOL};
+use crate::cluster::{ClusterEvent, ClusterHandle};
 use crate::domain::task_container_defaults::TaskContainerDefaults;
 use crate::domain::{AllocationState, TaskType};
 use crate::error::{ApiError, ApiResult};
@@ -109,7 +109,8 @@ impl CommandService {
             };
             merge_under(&mut config, &template.config);
         }
-        self.container_defaults.merge_under(&mut config, DEFAULT_POOL);
+        let default_pool = self.cluster.resource_pools().default_compute_pool.clone();
+        self.container_defaults.merge_under(&mut config, &default_pool);
         let workspace_id = req.workspace_id.filter(|w| *w > 0).unwrap_or(1);
         match self.store.workspace_by_id(workspace_id, caller.user.id).await {
             Ok(w) if w.archived => {
@@ -123,7 +124,7 @@ impl CommandService {
         }
         let launch = task_kinds::prepare(req.kind, &task_id, config, req.extra)?;
         let parsed = parse_kind_config(req.kind, &launch.config, &task_id)?;
-        check_fits(&self.cluster.view(), &parsed.resource_pool, parsed.slots, "the task")?;
+        check_fits(&self.cluster.view(), self.cluster.resource_pools(), &parsed.resource_pool, parsed.slots, "the task")?;
         let files = req.files;
         let context = if let Some(archive) = inherited_context {
             archive
@@ -264,7 +265,7 @@ impl CommandService {
         };
         let cluster = self.cluster.view();
         let containers = allocation.as_ref().map(|a| cluster.containers_of(&a.allocation_id)).unwrap_or_default();
-        let resource_pool = if config.resource_pool.is_empty() { DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
+        let resource_pool = self.cluster.resource_pools().resolve(&config.resource_pool, config.slots).to_owned();
         let agent_user = match containers.first() {
             Some(c) => cluster.agents.get(&c.agent_id).and_then(|a| a.unix_user.clone()),
             None => cluster.agents.values().filter(|a| a.resource_pool == resource_pool).find_map(|a| a.unix_user.clone()),

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::fit_check::check_fits;
 use super::input_limits;
 use super::model_def::{ContextFile, build_archive};
-use crate::cluster::{ClusterHandle, DEFAULT_POOL};
+use crate::cluster::ClusterHandle;
 use crate::domain::experiment_state::ExperimentState;
 use crate::domain::search_config::searcher_config;
 use crate::domain::task_container_defaults::TaskContainerDefaults;
@@ -168,7 +168,13 @@ impl ExperimentService {
         resolute_searcher::Searcher::new(searcher_config(&config)).map_err(|e| ApiError::invalid(e.to_string()))?;
         self.check_warm_start_source(&config).await?;
         let config_json = config.to_json();
-        check_fits(&self.cluster.view(), &config.resources.resource_pool, config.resources.slots_per_trial, "each trial")?;
+        check_fits(
+            &self.cluster.view(),
+            self.cluster.resource_pools(),
+            &config.resources.resource_pool,
+            config.resources.slots_per_trial,
+            "each trial",
+        )?;
         if let Some(parent) = req.parent_id.filter(|p| *p != 0) {
             self.store.experiment_by_id(parent).await?;
         }
@@ -259,6 +265,11 @@ impl ExperimentService {
         let defaults = defaults.with_checkpoint_storage(self.checkpoint_storage.clone());
         match parse_experiment_config(text, &defaults) {
             Ok(parsed) => {
+                // Continue and fork override `resources` too: every path checks the pool here.
+                self.cluster
+                    .resource_pools()
+                    .check_exists("resources.resource_pool", &parsed.config.resources.resource_pool)
+                    .map_err(|e| ApiError::invalid(format!("invalid experiment config: {e}")))?;
                 let mut warnings: Vec<String> = parsed.warnings.iter().map(ToString::to_string).collect();
                 warnings.extend(super::config_warnings::cluster_warnings(&parsed.config));
                 for warning in &warnings {
@@ -280,7 +291,8 @@ impl ExperimentService {
             return None;
         }
         let mut config = resolute_expconf::yaml_to_json(text).ok()?;
-        self.container_defaults.merge_under(&mut config, DEFAULT_POOL);
+        let default_pool = self.cluster.resource_pools().default_compute_pool.clone();
+        self.container_defaults.merge_under(&mut config, &default_pool);
         Some(config.to_string())
     }
 

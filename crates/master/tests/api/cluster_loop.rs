@@ -33,7 +33,7 @@ impl FakeAgent {
     /// Connects listing `running` as the tasks it still runs (for a restarted master to reattach).
     pub async fn connect_running(m: &TestMaster, id: &str, slots: u32, running: Vec<RunningTask>) -> FakeAgent {
         let ids = running.iter().map(|t| t.container_id.clone()).collect();
-        Self::open(&m.base, id, slots, ids, running, None).await.expect("the master admits the agent")
+        Self::open(&m.base, id, slots, ids, running, None, "default").await.expect("the master admits the agent")
     }
 
     /// Connects to the master at `base` presenting `authorization` on the upgrade; a refusal is
@@ -45,7 +45,20 @@ impl FakeAgent {
         tasks_reattached: Vec<String>,
         authorization: Option<&str>,
     ) -> Result<FakeAgent, (u16, String)> {
-        Self::open(base, id, slots, tasks_reattached, vec![], authorization).await
+        Self::open(base, id, slots, tasks_reattached, vec![], authorization, "default").await
+    }
+
+    /// [`FakeAgent::try_connect`] joining resource pool `pool`; a refusal on the open websocket
+    /// (`AgentShutdown`) is status 101 with the master's message.
+    pub async fn try_connect_in(
+        base: &str,
+        id: &str,
+        slots: u32,
+        tasks_reattached: Vec<String>,
+        authorization: Option<&str>,
+        pool: &str,
+    ) -> Result<FakeAgent, (u16, String)> {
+        Self::open(base, id, slots, tasks_reattached, vec![], authorization, pool).await
     }
 
     async fn open(
@@ -55,9 +68,10 @@ impl FakeAgent {
         tasks_reattached: Vec<String>,
         running_tasks: Vec<RunningTask>,
         authorization: Option<&str>,
+        pool: &str,
     ) -> Result<FakeAgent, (u16, String)> {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-        let url = format!("{}/agents?id={id}&version=0.38.1&resource_pool=default&hostname=localhost", base.replace("http://", "ws://"));
+        let url = format!("{}/agents?id={id}&version=0.38.1&resource_pool={pool}&hostname=localhost", base.replace("http://", "ws://"));
         let mut request = url.into_client_request().unwrap();
         if let Some(value) = authorization {
             request.headers_mut().insert("authorization", value.parse().unwrap());
@@ -74,6 +88,7 @@ impl FakeAgent {
         let mut agent = FakeAgent { socket };
         match agent.recv().await {
             MasterToAgent::MasterSetAgentOptions(o) => assert_eq!(o.version, "0.38.1"),
+            MasterToAgent::AgentShutdown { err_msg } => return Err((101, err_msg)),
             other => panic!("expected options first, got {other:?}"),
         }
         let devices = (0..slots)
@@ -83,7 +98,7 @@ impl FakeAgent {
             .send(AgentToMaster::AgentStarted(AgentStarted {
                 version: "0.38.1".into(),
                 devices,
-                resource_pool: "default".into(),
+                resource_pool: pool.into(),
                 hostname: "localhost".into(),
                 tasks_reattached,
                 addresses: vec![],
@@ -94,7 +109,7 @@ impl FakeAgent {
         Ok(agent)
     }
 
-    async fn send(&mut self, message: AgentToMaster) {
+    pub async fn send(&mut self, message: AgentToMaster) {
         self.socket.send(Message::text(serde_json::to_string(&message).unwrap())).await.unwrap();
     }
 
@@ -182,13 +197,13 @@ impl FakeAgent {
 const CONFIG: &str = "name: loop\nentrypoint: python3 train.py\nsearcher: {name: single, metric: loss, max_length: {batches: 10}}\n\
                       hyperparameters: {lr: 0.1}\nmax_restarts: 1\n";
 
-async fn create(m: &TestMaster, token: &str, config: &str) -> i64 {
+pub async fn create(m: &TestMaster, token: &str, config: &str) -> i64 {
     let r = m.post("/api/v1/experiments", Some(token), json!({"config": config, "modelDefinition": [], "activate": true})).await;
     assert_eq!(r.status, 200, "{}", r.text);
     r.body["experiment"]["id"].as_i64().unwrap()
 }
 
-async fn wait_for(m: &TestMaster, token: &str, path: &str, pointer: &str, want: &str) -> Value {
+pub async fn wait_for(m: &TestMaster, token: &str, path: &str, pointer: &str, want: &str) -> Value {
     let mut last = Value::Null;
     for _ in 0..200 {
         let r = m.get(path, Some(token)).await;

@@ -146,7 +146,9 @@ pub async fn generic_tasks_refuse_bad_requests(m: &TestMaster) {
 async fn task_container_defaults_reach_commands_generic_tasks_and_experiments() {
     let config = MasterConfig::from_tree(json!({
         "task_container_defaults": {"environment_variables": ["FROM_DEFAULTS=master", "SHARED=master"], "shm_size_bytes": 1},
-        "resource_pools": [{"pool_name": "other", "task_container_defaults": {"environment_variables": {"cpu": ["FROM_POOL=1"]}}}],
+        // The default pools must be configured ones: `default` holds the tasks naming none.
+        "resource_pools": [{"pool_name": "default"},
+            {"pool_name": "other", "task_container_defaults": {"environment_variables": {"cpu": ["FROM_POOL=1"]}}}],
     }))
     .unwrap();
     assert!(config.warnings.iter().any(|w| w.contains("`shm_size_bytes`")), "{:?}", config.warnings);

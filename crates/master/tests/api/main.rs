@@ -31,6 +31,7 @@ mod models;
 #[path = "../../../store/tests/support/pg_databases.rs"]
 mod pg_databases;
 mod proxy;
+mod resource_pools;
 mod run_actions;
 mod runs_list;
 mod runtime_allocations;
@@ -53,6 +54,10 @@ mod webui;
 mod workspaces;
 
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
+harness::api_test!(owned resource_pools::pools_are_listed_joined_and_checked);
+harness::api_test!(owned resource_pools::priority_preemption_requeues_without_a_restart);
+harness::api_test!(resource_pools::without_preemption_higher_priority_waits);
+harness::api_test!(owned resource_pools::fair_share_caps_a_job_at_its_max_slots);
 harness::api_test!(runs_list::runs_list_filters_sorts_and_pages);
 harness::api_test!(runs_list::runs_archive_delete_and_move);
 harness::api_test!(runs_list::project_notes_and_move_by_filters);

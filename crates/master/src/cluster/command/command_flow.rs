@@ -49,16 +49,16 @@ fn command_plan(record: CommandTaskRecord, allocation_id: String) -> LoopResult<
     let config = parse_task_config(&record.config, 0, &record.description, false)
         .map_err(|errors| LoopError::Other(format!("stored task config no longer validates: {errors:?}")))?;
     let (service, files) = from_extra(&record.extra);
-    let pool = if config.resource_pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { config.resource_pool.clone() };
     let request = ResourceRequest {
         excluded_nodes: Vec::new(),
         allocation_id: allocation_id.clone(),
         task_id: record.task_id.clone(),
         job_id: record.job_id,
-        pool,
+        pool: config.resource_pool.clone(),
         slots: config.slots,
-        priority: record.priority.and_then(|p| u32::try_from(p).ok()).or(config.priority).unwrap_or(resolute_scheduler::DEFAULT_PRIORITY),
+        priority: record.priority.and_then(|p| u32::try_from(p).ok()).or(config.priority),
         weight: config.weight,
+        max_slots: None,
         // An interactive task cannot checkpoint: the scheduler must not take its slots.
         preemptible: false,
     };

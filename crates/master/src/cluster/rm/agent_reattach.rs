@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use resolute_api::agent_protocol::{RunningTask, TaskExitInfo};
-use resolute_scheduler::{AgentId, AllocationRequest, Placement};
+use resolute_scheduler::{AgentId, Placement};
 
 use super::{AgentResourceManager, ContainerRun};
 use crate::cluster::rm::{ResourceRequest, RmEvent};
@@ -36,25 +36,16 @@ impl AgentResourceManager {
             }
             let Some(request) = self.awaiting.get(&task.allocation_id).cloned() else { continue };
             let now = self.now();
-            let scheduler_request = AllocationRequest::new(
-                request.allocation_id.as_str(),
-                request.task_id.as_str(),
-                request.job_id.as_str(),
-                request.pool.as_str(),
-                request.slots,
-                now,
-            )
-            .with_priority(request.priority)
-            .with_weight(request.weight)
-            .with_preemptible(request.preemptible);
+            let scheduler_request = crate::cluster::rm::pools::allocation_request(self.handle.resource_pools(), &request, now);
+            let pool = scheduler_request.resource_pool.clone();
             let placement = Placement { agent_id: AgentId::new(agent_id), slot_ids: task.slot_ids.clone() };
-            if let Err(e) = self.pool(&request.pool).adopt(scheduler_request, placement, now) {
+            if let Err(e) = self.pool(&pool).adopt(scheduler_request, placement, now) {
                 tracing::warn!(agent = %agent_id, container = %task.container_id, allocation = %task.allocation_id, error = %e,
                     "cannot reattach a running process; it is killed");
                 continue;
             }
             self.task_ids.insert(request.allocation_id.clone(), request.task_id.clone());
-            self.pool_of.insert(request.allocation_id.clone(), request.pool.clone());
+            self.pool_of.insert(request.allocation_id.clone(), pool);
             self.containers.insert(
                 task.container_id.clone(),
                 ContainerRun {

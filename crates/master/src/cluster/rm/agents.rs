@@ -11,7 +11,7 @@ use resolute_api::agent_protocol::{
     AgentConnectQuery, AgentDevice, AgentOptions, AgentStarted, AgentToMaster, AgentUnixUser, MAX_MESSAGE_BYTES, MasterToAgent, StartTask,
     TaskExitInfo, TaskState, archive_chunks,
 };
-use resolute_scheduler::{AgentSpec, AllocationRequest, DeviceType, LogicalTime, Scheduler, SchedulerConfig, SlotSpec};
+use resolute_scheduler::{AgentSpec, DeviceType, LogicalTime, Scheduler, SchedulerConfig, SlotSpec};
 use tokio::sync::mpsc;
 
 use super::node_control::{ControlError, NodeCommand, NodeControlled};
@@ -100,11 +100,12 @@ pub struct AgentResourceManager {
 
 impl AgentResourceManager {
     pub fn new(handle: ClusterHandle, identity: Arc<Identity>, reconnect_wait: Duration) -> Self {
+        let pools = super::pools::schedulers(handle.resource_pools());
         AgentResourceManager {
             handle,
             identity,
             agents: BTreeMap::new(),
-            pools: BTreeMap::new(),
+            pools,
             containers: HashMap::new(),
             task_ids: HashMap::new(),
             pool_of: HashMap::new(),
@@ -116,6 +117,8 @@ impl AgentResourceManager {
     }
 
     fn pool(&mut self, name: &str) -> &mut Scheduler {
+        // Only a request stored before its pool left master.yaml names an unconfigured pool: it
+        // waits there, under the default scheduler, until an agent of that name could join.
         self.pools.entry(name.to_owned()).or_insert_with(|| Scheduler::new(name.to_owned(), SchedulerConfig::default()))
     }
 
@@ -131,7 +134,20 @@ impl AgentResourceManager {
         }
     }
 
-    fn connected(&mut self, conn_id: u64, query: AgentConnectQuery, outbox: mpsc::UnboundedSender<MasterToAgent>) {
+    fn connected(&mut self, conn_id: u64, mut query: AgentConnectQuery, outbox: mpsc::UnboundedSender<MasterToAgent>) {
+        match super::pools::agent_pool(self.handle.resource_pools(), &query.id, &query.resource_pool) {
+            Ok(pool) => query.resource_pool = pool,
+            Err(err_msg) => {
+                tracing::warn!(agent = %query.id, "refusing an agent: {err_msg}");
+                let _ = outbox.send(MasterToAgent::AgentShutdown { err_msg });
+                return;
+            }
+        }
+        if let Err(err_msg) = self.change_pool(&query.id, &query.resource_pool) {
+            tracing::warn!(agent = %query.id, "refusing an agent: {err_msg}");
+            let _ = outbox.send(MasterToAgent::AgentShutdown { err_msg });
+            return;
+        }
         if let Some(existing) = self.agents.get(&query.id)
             && existing.outbox.as_ref().is_some_and(|o| !o.is_closed())
         {
@@ -166,6 +182,24 @@ impl AgentResourceManager {
         agent.conn_id = conn_id;
         agent.outbox = Some(outbox);
         tracing::info!(agent = %query.id, reconnect = query.reconnect, "agent connected");
+    }
+
+    /// An agent id coming back (within its reconnect window) in another pool: with no tasks
+    /// left there it leaves its old pool and registers afresh; with tasks it is refused.
+    fn change_pool(&mut self, agent_id: &str, pool: &str) -> Result<(), String> {
+        let Some(old) = self.agents.get(agent_id).filter(|a| a.resource_pool != pool) else { return Ok(()) };
+        if self.containers.values().any(|c| c.agent_id == agent_id) {
+            return Err(format!(
+                "agent {agent_id:?} still has tasks in resource pool {:?}; reconnect it to that pool, or wait for them to end",
+                old.resource_pool
+            ));
+        }
+        if let Some(old) = self.agents.remove(agent_id)
+            && old.started
+        {
+            let _ = self.pool(&old.resource_pool).remove_agent(&agent_id.into());
+        }
+        Ok(())
     }
 
     fn message(&mut self, conn_id: u64, agent_id: &str, message: AgentToMaster) -> Vec<RmEvent> {
@@ -224,7 +258,7 @@ impl AgentResourceManager {
         if !started.hostname.is_empty() {
             agent.hostname = started.hostname.clone();
         }
-        agent.resource_pool = started.resource_pool.clone();
+        // The pool it connected with (checked then) stands; `AgentStarted` repeats it.
         agent.started = true;
         let pool = agent.resource_pool.clone();
         if !was_started {
@@ -305,15 +339,11 @@ impl AgentResourceManager {
 impl ResourceManager for AgentResourceManager {
     fn submit(&mut self, r: ResourceRequest) -> Result<(), RmError> {
         let now = self.now();
-        let request =
-            AllocationRequest::new(r.allocation_id.as_str(), r.task_id.as_str(), r.job_id.as_str(), r.pool.as_str(), r.slots, now)
-                .with_priority(r.priority)
-                .with_weight(r.weight)
-                .with_preemptible(r.preemptible)
-                .excluding(r.excluded_nodes.iter().map(|n| resolute_scheduler::AgentId::new(n.as_str())));
-        self.pool(&r.pool).submit(request)?;
+        let request = super::pools::allocation_request(self.handle.resource_pools(), &r, now);
+        let pool = request.resource_pool.clone();
+        self.pool(&pool).submit(request)?;
         self.task_ids.insert(r.allocation_id.clone(), r.task_id);
-        self.pool_of.insert(r.allocation_id, r.pool);
+        self.pool_of.insert(r.allocation_id, pool);
         Ok(())
     }
 
@@ -435,7 +465,8 @@ impl ResourceManager for AgentResourceManager {
     }
 
     fn view(&self) -> ClusterView {
-        let mut view = ClusterView::default();
+        let pools = self.pools.iter().map(|(name, scheduler)| (name.clone(), scheduler.stats())).collect();
+        let mut view = ClusterView { pools, ..ClusterView::default() };
         for agent in self.agents.values().filter(|a| a.started) {
             let status = self.status_of(&agent.id, &agent.resource_pool);
             let slots = agent

@@ -9,6 +9,7 @@
 
 mod agents;
 pub mod node_control;
+pub(super) mod pools;
 
 use std::collections::BTreeMap;
 
@@ -25,11 +26,15 @@ pub struct ResourceRequest {
     pub allocation_id: String,
     pub task_id: String,
     pub job_id: String,
+    /// The pool it names; empty: the default compute pool (aux pool for zero slots).
     pub pool: String,
     /// 0 for an aux task (a command, TensorBoard or notebook with no slots).
     pub slots: u32,
-    pub priority: u32,
+    /// 1 (highest) … 99; `None`: its pool's default priority.
+    pub priority: Option<u32>,
     pub weight: f64,
+    /// The most slots its job may hold at once (`resources.max_slots`; fair share enforces it).
+    pub max_slots: Option<u32>,
     /// Whether the scheduler may preempt it (trials checkpoint; interactive tasks cannot).
     pub preemptible: bool,
     /// Nodes it must not be placed on (a trial's `exclude_node` log policy fired there).

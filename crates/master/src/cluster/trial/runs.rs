@@ -54,9 +54,9 @@ impl ExperimentRun {
         self.config.resources.slots_per_trial
     }
 
+    /// The pool the experiment names; empty: the resource manager's default.
     pub fn resource_pool(&self) -> String {
-        let pool = &self.config.resources.resource_pool;
-        if pool.is_empty() { crate::cluster::DEFAULT_POOL.to_owned() } else { pool.clone() }
+        self.config.resources.resource_pool.clone()
     }
 }
 

@@ -41,8 +41,9 @@ impl Orchestrator {
             job_id: exp.job_id.clone(),
             pool: exp.resource_pool(),
             slots: exp.slots(),
-            priority: resources.priority.map_or(resolute_scheduler::DEFAULT_PRIORITY, u32::from),
+            priority: resources.priority.map(u32::from),
             weight: resources.weight,
+            max_slots: resources.max_slots,
             preemptible: true,
             excluded_nodes: trial.log_policy.excluded_nodes.iter().cloned().collect(),
         })
