@@ -175,6 +175,9 @@ pub(crate) struct JobGroup {
     /// The first request's `submitted_at` and counter: the job's place in the queue.
     pub registered_at: LogicalTime,
     pub seq: u64,
+    /// At most this many slots held by the job's allocations at once (`resources.max_slots`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_slots: Option<u32>,
     #[serde(skip)]
     pub members: usize,
 }

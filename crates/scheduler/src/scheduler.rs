@@ -18,7 +18,7 @@ use crate::{fair_share, priority, snapshot};
 /// from its single writer loop and carries out the [`Decisions`] it returns.
 #[derive(Clone, Debug)]
 pub struct Scheduler {
-    state: PoolState,
+    pub(crate) state: PoolState,
 }
 
 impl Scheduler {
@@ -104,6 +104,7 @@ impl Scheduler {
             weight,
             registered_at: request.submitted_at,
             seq,
+            max_slots: None,
             members: 0,
         });
         job.members += 1;
@@ -235,7 +236,7 @@ impl Scheduler {
             .ok_or_else(|| SchedulerError::UnknownSlot { agent: agent_id.clone(), slot: slot_id })
     }
 
-    fn job_mut(&mut self, job_id: &JobId) -> Result<&mut JobGroup, SchedulerError> {
+    pub(crate) fn job_mut(&mut self, job_id: &JobId) -> Result<&mut JobGroup, SchedulerError> {
         self.state.jobs.get_mut(job_id).ok_or_else(|| SchedulerError::UnknownJob(job_id.clone()))
     }
 }
