@@ -144,8 +144,7 @@ mod tests {
     fn max_slots_caps_a_job_and_says_so() {
         let mut s = scheduler(&[("a1", 4)]);
         for trial in 1..=3 {
-            s.submit(AllocationRequest::new(format!("exp.{trial}"), format!("t{trial}"), "exp", "default", 1, LogicalTime(trial)))
-                .unwrap();
+            s.submit(AllocationRequest::new(format!("exp.{trial}"), format!("t{trial}"), "exp", "default", 1, LogicalTime(trial))).unwrap();
         }
         s.set_max_slots(&JobId::new("exp"), Some(2)).unwrap();
         let decisions = s.schedule(LogicalTime(5));

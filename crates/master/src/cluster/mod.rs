@@ -13,6 +13,7 @@
 mod allocations;
 mod command;
 mod hooks;
+mod job_queue;
 mod orchestrator;
 pub mod rm;
 mod signals;
@@ -28,6 +29,7 @@ use tokio::sync::mpsc;
 
 pub use command::{EXITED_SUCCESSFULLY, KILLED};
 pub use hooks::{LoopHooks, ServiceEndpoint};
+pub use job_queue::{JobOwner, JobQueueChange, JobQueueError, QueuedJob};
 pub use orchestrator::{Orchestrator, Timing, start_loop};
 pub use rm::{AgentInput, RmInput};
 pub use signals::PreemptionSignals;
@@ -74,6 +76,9 @@ pub enum ClusterEvent {
     PauseTask { task_id: String },
     /// A user unpaused a paused generic task: a new allocation is queued.
     UnpauseTask { task_id: String },
+    /// `POST /api/v1/job-queues`, `det experiment set priority|weight|max-slots`: applied in
+    /// order; `done` hears the first refusal (naming the job and field) or success.
+    ChangeJobQueue { changes: Vec<JobQueueChange>, done: tokio::sync::oneshot::Sender<Result<(), JobQueueError>> },
     /// For the resource manager (agents connecting, reporting, leaving; its own timers).
     Rm(RmInput),
     /// Timers the loop set for itself.
@@ -120,6 +125,17 @@ impl ClusterHandle {
         {
             tracing::warn!(experiment = experiment_id, "the cluster loop has not created the experiment's trials yet");
         }
+    }
+
+    /// Has the loop apply job-queue changes and waits for its answer: the first refusal (naming
+    /// the job and field), or an error when the loop has stopped.
+    pub async fn change_job_queue(&self, changes: Vec<JobQueueChange>) -> Result<(), JobQueueError> {
+        let (done, answer) = tokio::sync::oneshot::channel();
+        let stopped = || JobQueueError::Invalid("the cluster loop has stopped (the master is shutting down)".to_owned());
+        if self.events.send(ClusterEvent::ChangeJobQueue { changes, done }).is_err() {
+            return Err(stopped());
+        }
+        answer.await.unwrap_or_else(|_| Err(stopped()))
     }
 
     /// Queues `event` after `delay` (for the loop's own deadlines).

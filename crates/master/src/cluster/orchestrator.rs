@@ -47,6 +47,8 @@ pub struct Orchestrator {
     /// The command kind's state (commands, notebooks, shells, TensorBoards, generic tasks).
     pub(super) commands: HashMap<String, CommandRun>,
     pub(super) timing: Timing,
+    /// Queued trial allocations whose wait reason is already in the trial's logs (`job_queue.rs`).
+    pub(super) waits_logged: std::collections::HashSet<String>,
 }
 
 /// Durations the loop waits for; tests shorten them.
@@ -79,6 +81,7 @@ impl Orchestrator {
             display: Default::default(),
             commands: HashMap::new(),
             timing,
+            waits_logged: Default::default(),
         }
     }
 
@@ -133,6 +136,10 @@ impl Orchestrator {
                 }
                 result
             }
+            ClusterEvent::ChangeJobQueue { changes, done } => {
+                let _ = done.send(self.change_job_queue(changes).await);
+                Ok(())
+            }
             ClusterEvent::Timer(Timer::KillIfRunning { allocation_id }) => {
                 self.kill_allocation(&allocation_id);
                 Ok(())
@@ -157,7 +164,11 @@ impl Orchestrator {
             }
         }
         self.sync_display_states().await;
-        self.handle.publish(self.rm.view());
+        let jobs = self.queued_jobs();
+        self.log_wait_reasons(&jobs).await;
+        let mut view = self.rm.view();
+        view.jobs = jobs;
+        self.handle.publish(view);
     }
 }
 

@@ -9,6 +9,8 @@ use chrono::{DateTime, Utc};
 pub struct ClusterView {
     /// By agent id.
     pub agents: BTreeMap<String, AgentView>,
+    /// Every pool's job queue in scheduling order (`job_queue.rs`).
+    pub jobs: Vec<super::QueuedJob>,
 }
 
 #[derive(Clone, Debug)]

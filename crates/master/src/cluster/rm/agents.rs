@@ -396,6 +396,14 @@ impl ResourceManager for AgentResourceManager {
         }
     }
 
+    fn job_queue(&self) -> Vec<super::JobQueueView> {
+        super::job_queue::queue_of(&self.pools)
+    }
+
+    fn update_job(&mut self, job_id: &str, update: &super::JobUpdate) -> Result<(), RmError> {
+        super::job_queue::update(&mut self.pools, job_id, update)
+    }
+
     fn view(&self) -> ClusterView {
         let mut view = ClusterView::default();
         for agent in self.agents.values().filter(|a| a.started) {

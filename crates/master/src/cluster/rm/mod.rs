@@ -8,12 +8,14 @@
 //! assume agents. Its own inputs (agent connections, its timers) arrive as [`RmInput`].
 
 mod agents;
+mod job_queue;
 
 use std::collections::BTreeMap;
 
 use resolute_api::agent_protocol::{StartTask, TaskExitInfo};
 
 pub use agents::{AgentInput, AgentResourceManager};
+pub use job_queue::{JobQueueView, JobUpdate};
 
 use super::view::ClusterView;
 
@@ -106,4 +108,9 @@ pub trait ResourceManager: Send + Sync {
     fn handle(&mut self, input: RmInput) -> Vec<RmEvent>;
     /// The cluster as the HTTP layer shows it.
     fn view(&self) -> ClusterView;
+    /// Every pool's jobs in scheduling order, with why each waits.
+    fn job_queue(&self) -> Vec<JobQueueView>;
+    /// Changes a queued or running job's priority, weight, `max_slots` or place in the queue;
+    /// takes effect at the next pass.
+    fn update_job(&mut self, job_id: &str, update: &JobUpdate) -> Result<(), RmError>;
 }

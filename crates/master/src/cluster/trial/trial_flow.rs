@@ -35,7 +35,14 @@ impl Orchestrator {
             preemptible: true,
             excluded_nodes: trial.log_policy.excluded_nodes.iter().cloned().collect(),
         };
+        let max_slots = resources.max_slots;
+        let job_id = request.job_id.clone();
         self.request_allocation(AllocationOwner::Trial(trial_id), request).await?;
+        if let Some(max_slots) = max_slots {
+            // The job's cap lives with its queued requests: set again with each.
+            let update = crate::cluster::rm::JobUpdate { max_slots: Some(Some(max_slots)), ..Default::default() };
+            self.rm.update_job(&job_id, &update)?;
+        }
         if let Some(t) = self.trials.get_mut(&trial_id) {
             t.allocation = Some(allocation_id);
         }
