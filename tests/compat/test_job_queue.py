@@ -134,6 +134,16 @@ def test_det_job_list_shows_the_queue(
         assert f"first ({ids[0]})" in rows[1] and f"second ({ids[1]})" in rows[2], lines
         assert all("STATE_QUEUED" in r and "0/1" in r and "determined" in r and "42" in r for r in rows[1:]), lines
         assert [r.split("|")[0].strip() for r in rows] == ["0", "1", "2"], lines
+        # Ours adds why each waits, and `--ahead-of`.
+        ours = det.ours("job", "list")
+        assert ours.returncode == 0 and "Waiting Because" in ours.stdout, ours
+        assert "needs 1 slot; 0 of 1 free in resource pool default; 1 job queued ahead of it" in ours.stdout, ours.stdout
+        second, first = job_of(one_slot, "second")["jobId"], job_of(one_slot, "first")["jobId"]
+        moved = det.ours("job", "update", second, "--ahead-of", first)
+        assert moved.returncode == 0, moved
+        wait_for("second ahead of first", lambda: names(one_slot)[1:] == ["second", "first"] or None, timeout=30)
+        refused = det.ours("job", "update", second, "--priority", "0")
+        assert refused.returncode != 0 and "priority" in refused.stdout + refused.stderr, refused
     finally:
         det.ok("cmd", "kill", blocker)
 
