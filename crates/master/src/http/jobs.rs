@@ -117,17 +117,17 @@ fn action(index: usize, c: QueueControl) -> ApiResult<(String, QueueAction)> {
 /// `POST /api/v1/job-queues`: `v1UpdateJobQueueRequest` → `{}`. Updates apply in order; the
 /// first refused one stops the rest.
 #[utoipa::path(post, path = "/api/v1/job-queues", tag = "Cluster", request_body = UpdateJobQueueRequest,
-    responses((status = 200, description = "applied", body = Object), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)),
+    responses((status = 200, description = "applied", body = Object), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn update(
     State(state): State<AppState>,
-    _caller: Principal,
+    caller: Principal,
     JsonBody(req): JsonBody<UpdateJobQueueRequest>,
 ) -> ApiResult<Json<Value>> {
     if req.updates.is_empty() {
         return Err(ApiError::invalid("updates: name at least one job to change"));
     }
     let updates = req.updates.into_iter().enumerate().map(|(i, c)| action(i, c)).collect::<ApiResult<Vec<_>>>()?;
-    jobs::update(&state.cluster, updates).await?;
+    jobs::update(&state.store, &caller, &state.cluster, updates).await?;
     Ok(Json(json!({})))
 }

@@ -16,6 +16,7 @@ use crate::cluster::rm::JobUpdate;
 use crate::cluster::{ClusterHandle, JobOwner, JobQueueChange, JobQueueError, QueuedJob};
 use crate::domain::TaskType;
 use crate::error::{ApiError, ApiResult};
+use crate::services::Principal;
 
 /// Upstream's `jobv1State` values a `states` filter may name.
 pub const JOB_STATES: [&str; 3] = ["STATE_QUEUED", "STATE_SCHEDULED", "STATE_SCHEDULED_BACKFILLED"];
@@ -178,11 +179,37 @@ fn job_type(task_type: TaskType) -> &'static str {
 
 /// Applies parsed `updates` (`(jobId, action)` in request order) through the loop. `field`
 /// names where each came from for errors (`updates[0]`).
-pub async fn update(cluster: &ClusterHandle, updates: Vec<(String, QueueAction)>) -> ApiResult<()> {
+/// Only the job's owner or an admin may change it (upstream's OSS rule for its experiments and
+/// tasks); a job the loop does not list is left to the loop to refuse as not found.
+async fn check_owner(store: &Arc<dyn Store>, caller: &Principal, job: Option<&QueuedJob>, field: &str) -> ApiResult<()> {
+    if caller.user.admin {
+        return Ok(());
+    }
+    let owner = match job.and_then(|j| j.owner.as_ref()) {
+        Some(JobOwner::Experiment(id)) => store.experiment_by_id(*id).await.ok().map(|e| (e.owner_id, e.owner_username)),
+        Some(JobOwner::Task { task_id, .. }) => store.command_task_by_id(task_id).await.ok().map(|t| (t.owner_id, t.owner_username)),
+        None => None,
+    };
+    match owner {
+        Some((owner_id, owner)) if owner_id != caller.user.id => Err(ApiError::forbidden(format!(
+            "{field}.jobId: job {} belongs to {owner}; only its owner or an admin may change it",
+            job.map_or("", |j| j.queue.job_id.as_str())
+        ))),
+        _ => Ok(()),
+    }
+}
+
+pub async fn update(
+    store: &Arc<dyn Store>,
+    caller: &Principal,
+    cluster: &ClusterHandle,
+    updates: Vec<(String, QueueAction)>,
+) -> ApiResult<()> {
     let mut changes = Vec::with_capacity(updates.len());
     let view = cluster.view();
     for (index, (job_id, action)) in updates.into_iter().enumerate() {
         let field = format!("updates[{index}]");
+        check_owner(store, caller, view.jobs.iter().find(|j| j.queue.job_id == job_id), &field).await?;
         let mut update = JobUpdate::default();
         match action {
             QueueAction::Priority(p) => {

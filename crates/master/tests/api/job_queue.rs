@@ -134,6 +134,14 @@ pub async fn queue_lists_jobs_in_order_and_updates_reorder_them(m: &TestMaster) 
         let r = m.post("/api/v1/job-queues", Some(&token), body.clone()).await;
         refused(&r, status, reason);
     }
+    // Only the owner or an admin changes a job.
+    let admin = m.login("admin", "").await;
+    m.create_user(&admin, "someone-else", "Passw0rd-long").await;
+    let other = m.login("someone-else", "Passw0rd-long").await;
+    let r = m.post("/api/v1/job-queues", Some(&other), json!({"updates": [{"jobId": job_b, "priority": 1}]})).await;
+    refused(&r, 403, "only its owner or an admin");
+    let r = m.post("/api/v1/job-queues", Some(&admin), json!({"updates": [{"jobId": job_b, "priority": 30}]})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
     let r = m.get("/api/v1/job-queues?states=STATE_BOGUS", Some(&token)).await;
     refused(&r, 400, "states");
     let r = m.get("/api/v1/job-queues?orderBy=sideways", Some(&token)).await;
@@ -176,7 +184,10 @@ pub async fn experiment_resources_change_through_the_queue(m: &TestMaster) {
     let id = r.body["experiment"]["id"].as_i64().unwrap();
     let _one = agent.next_start().await;
     let _two = agent.next_start().await;
-    let jobs = queue_until(m, &token, "max_slots reached", |jobs| jobs.first().is_some_and(|j| j["waitReason"].is_string())).await;
+    let jobs = queue_until(m, &token, "max_slots reached", |jobs| {
+        jobs.first().is_some_and(|j| j["waitReason"].as_str().is_some_and(|r| r.starts_with("max_slots")))
+    })
+    .await;
     assert_eq!(jobs[0]["waitReason"], "max_slots 2 reached (its job holds 2 slots)");
     assert_eq!((jobs[0]["allocatedSlots"].as_i64(), jobs[0]["requestedSlots"].as_i64()), (Some(2), Some(4)));
     // `det experiment set max-slots ID 3` lets one more start; priority and weight are stored.
@@ -194,4 +205,17 @@ pub async fn experiment_resources_change_through_the_queue(m: &TestMaster) {
     refused(&r, 400, "resources.priority");
     let r = m.patch(&format!("/api/v1/experiments/{id}"), Some(&token), json!({"resources": {"maxSlots": 0}})).await;
     refused(&r, 400, "resources.maxSlots");
+}
+
+pub async fn a_changed_priority_survives_a_master_restart(m: TestMaster) {
+    let token = m.login("determined", "").await;
+    let id = create(&m, &token, "kept", "").await;
+    queue_until(&m, &token, "the job queued", |jobs| jobs.len() == 1).await;
+    let r = m.patch(&format!("/api/v1/experiments/{id}"), Some(&token), json!({"resources": {"priority": 9}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    queue_until(&m, &token, "priority 9", |jobs| jobs.first().is_some_and(|j| j["priority"] == 9)).await;
+    let m = m.restart().await;
+    let token = m.login("determined", "").await;
+    queue_until(&m, &token, "priority 9 after the restart", |jobs| jobs.first().is_some_and(|j| j["priority"] == 9 && j["name"] == "kept"))
+        .await;
 }
