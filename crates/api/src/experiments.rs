@@ -205,6 +205,9 @@ pub struct CreateExperimentResponse {
 pub struct JobSummary {
     pub state: JobState,
     pub jobs_ahead: i32,
+    /// Why the job waits, in words (a Resolute addition; absent while it runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_reason: Option<String>,
 }
 
 /// `GET /api/v1/experiments/{experimentId}`.

@@ -11,6 +11,7 @@ use resolute_cli::commands::checkpoint::{self, CheckpointCommand};
 use resolute_cli::commands::command::{self, CommandCommand};
 use resolute_cli::commands::deploy::{self, DeployArgs};
 use resolute_cli::commands::experiment::{self, ExperimentCommand};
+use resolute_cli::commands::job::{self, JobCommand};
 use resolute_cli::commands::master::{self, MasterCommand};
 use resolute_cli::commands::notebook::{self, NotebookCommand};
 use resolute_cli::commands::preview::{self, PreviewArgs};
@@ -111,6 +112,12 @@ enum Command {
         #[command(subcommand)]
         command: Option<ResourcePoolCommand>,
     },
+    /// manage jobs
+    #[command(visible_alias = "j")]
+    Job {
+        #[command(subcommand)]
+        command: Option<JobCommand>,
+    },
     /// preview search
     PreviewSearch(PreviewArgs),
     /// manage commands
@@ -176,6 +183,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Agent { command } => agent::run(&globals, command)?,
         Command::Slot { command } => slot::run(&globals, command)?,
         Command::ResourcePool { command } => resource_pool::run(&globals, command)?,
+        Command::Job { command } => job::run(&globals, command)?,
         Command::PreviewSearch(args) => preview::run(&globals, args)?,
         Command::Cmd { command } => command::run(&globals, command)?,
         Command::Notebook { command } => notebook::run(&globals, command)?,

@@ -87,6 +87,8 @@ pub enum WaitReason {
     AwaitingPreemption,
     /// Fair share: its job already uses (or was offered) all the slots its weight allows.
     OverFairShare { share: u32, used: u32 },
+    /// Its job holds `used` slots and starting it would pass the job's `max_slots`.
+    MaxSlotsReached { max_slots: u32, used: u32 },
 }
 
 impl WaitReason {
@@ -143,6 +145,9 @@ impl fmt::Display for WaitReason {
             WaitReason::AwaitingPreemption => write!(f, "waiting for preempted allocations to release their slots"),
             WaitReason::OverFairShare { share, used } => {
                 write!(f, "its job uses {used} of the {share} slots its fair share allows")
+            }
+            WaitReason::MaxSlotsReached { max_slots, used } => {
+                write!(f, "max_slots {max_slots} reached: its job already holds {used} slots")
             }
         }
     }

@@ -31,6 +31,10 @@ pub enum SchedulerError {
     UnknownAllocation(AllocationId),
     #[error("unknown job {0}: it has no allocations in this resource pool")]
     UnknownJob(JobId),
+    #[error("job {0} cannot be moved ahead of or behind itself: name another job")]
+    MoveAnchorIsSelf(JobId),
+    #[error("max_slots 0 would never let job {0} run: use 1 or more, or no limit")]
+    InvalidMaxSlots(JobId),
     #[error("priority {0} is out of range: use 1 (highest) to 99 (lowest)")]
     InvalidPriority(u32),
     #[error("weight {0} is invalid: use a finite number greater than 0")]

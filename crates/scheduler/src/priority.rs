@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::decisions::{Assignment, PassOutcome, WaitReason};
 use crate::fit::{self, Agents, Fitter};
 use crate::fit_cache::FitCache;
-use crate::ids::AllocationId;
+use crate::ids::{AllocationId, JobId};
 use crate::request::Entry;
 use crate::state::PoolState;
 
@@ -28,6 +28,7 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
             preemption,
             view: state.agents_view(),
             releasing: BTreeSet::new(),
+            planned: BTreeMap::new(),
             backfilling: false,
             cache: FitCache::default(),
             outcome: &mut outcome,
@@ -46,6 +47,8 @@ struct ClassPass<'a, 'o> {
     view: Agents,
     /// Allocations this pass counts on being preempted.
     releasing: BTreeSet<AllocationId>,
+    /// Slots this pass started per job, for `max_slots`.
+    planned: BTreeMap<JobId, u32>,
     /// Set once a request that could fit the pool did not fit now.
     backfilling: bool,
     /// Fitting results of this pass, valid while the view has not changed in their favour.
@@ -71,6 +74,10 @@ impl<'a> ClassPass<'a, '_> {
     fn run_priority(&mut self, priority: u32, requests: &[&'a Entry], scheduled: &ByPriority<'a>) {
         let mut unfitted = Vec::new();
         for &entry in requests {
+            if let Some(reason) = self.over_max_slots(entry) {
+                self.outcome.waiting.insert(entry.id().clone(), reason);
+                continue;
+            }
             let Some(placements) = self.cache.find(&self.fitter, &entry.request, &self.view) else {
                 unfitted.push(entry);
                 continue;
@@ -82,6 +89,7 @@ impl<'a> ClassPass<'a, '_> {
             let may_start = self.releasing.is_empty() && (!self.backfilling || (self.preemption && entry.request.preemptible));
             if may_start {
                 let backfilled = self.backfilling;
+                *self.planned.entry(entry.request.job_id.clone()).or_default() += entry.request.slots;
                 self.outcome.assignments.push(Assignment { allocation_id: entry.id().clone(), placements, backfilled });
             } else {
                 self.outcome.waiting.insert(entry.id().clone(), WaitReason::BlockedByHigherPriority);
@@ -103,6 +111,14 @@ impl<'a> ClassPass<'a, '_> {
             };
             self.outcome.waiting.insert(entry.id().clone(), reason);
         }
+    }
+
+    /// Why `entry` may not start whatever fits: its job would hold more than its `max_slots`.
+    fn over_max_slots(&self, entry: &Entry) -> Option<WaitReason> {
+        let job = &entry.request.job_id;
+        let max_slots = self.state.jobs.get(job)?.max_slots?;
+        let used = self.state.job_slots_held(job) + self.planned.get(job).copied().unwrap_or(0);
+        (used.saturating_add(entry.request.slots) > max_slots).then_some(WaitReason::MaxSlotsReached { max_slots, used })
     }
 
     /// Reserves room for `entry` in the view, from preemptions already decided this pass or by

@@ -186,7 +186,8 @@ pub(crate) struct JobGroup {
     /// The first request's `submitted_at` and counter: the job's place in the queue.
     pub registered_at: LogicalTime,
     pub seq: u64,
-    /// Fair share never offers the job more than this many slots.
+    /// At most this many slots held by the job's allocations at once (`resources.max_slots`);
+    /// fair share never offers the job more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_slots: Option<u32>,
     #[serde(skip)]

@@ -268,7 +268,7 @@ impl Scheduler {
             .ok_or_else(|| SchedulerError::UnknownSlot { agent: agent_id.clone(), slot: slot_id })
     }
 
-    fn job_mut(&mut self, job_id: &JobId) -> Result<&mut JobGroup, SchedulerError> {
+    pub(crate) fn job_mut(&mut self, job_id: &JobId) -> Result<&mut JobGroup, SchedulerError> {
         self.state.jobs.get_mut(job_id).ok_or_else(|| SchedulerError::UnknownJob(job_id.clone()))
     }
 }

@@ -69,6 +69,11 @@ impl PoolState {
         self.agents.clone()
     }
 
+    /// Slots the job's scheduled allocations hold now.
+    pub fn job_slots_held(&self, job: &JobId) -> u32 {
+        self.entries.values().filter(|e| &e.request.job_id == job && e.state.is_scheduled()).map(|e| e.request.slots).sum()
+    }
+
     pub fn placements_of(&self, allocation: &AllocationId) -> &[Placement] {
         match self.entries.get(allocation).map(|e| &e.state) {
             Some(AllocationState::Scheduled { placements, .. }) => placements,

@@ -10,6 +10,7 @@ pub mod experiment;
 pub mod experiment_create;
 mod experiment_searcher;
 pub mod experiment_views;
+pub mod job;
 mod local_agents;
 pub mod master;
 pub mod notebook;

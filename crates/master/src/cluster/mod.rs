@@ -14,6 +14,7 @@ mod allocations;
 mod command;
 mod hooks;
 mod node_controls;
+mod job_queue;
 mod orchestrator;
 mod reattach;
 pub mod rm;
@@ -30,6 +31,7 @@ use tokio::sync::mpsc;
 
 pub use command::{EXITED_SUCCESSFULLY, KILLED};
 pub use hooks::{LoopHooks, ServiceEndpoint};
+pub use job_queue::{JobOwner, JobQueueChange, JobQueueError, QueuedJob};
 pub use orchestrator::{Orchestrator, Timing, start_loop};
 pub use rm::{AgentInput, RmInput};
 pub use signals::PreemptionSignals;
@@ -79,6 +81,9 @@ pub enum ClusterEvent {
     PauseTask { task_id: String },
     /// A user unpaused a paused generic task: a new allocation is queued.
     UnpauseTask { task_id: String },
+    /// `POST /api/v1/job-queues`, `det experiment set priority|weight|max-slots`: applied in
+    /// order; `done` hears the first refusal (naming the job and field) or success.
+    ChangeJobQueue { changes: Vec<JobQueueChange>, done: tokio::sync::oneshot::Sender<Result<(), JobQueueError>> },
     /// For the resource manager (agents connecting, reporting, leaving; its own timers).
     Rm(RmInput),
     /// An admin enabled, disabled or drained an agent, or enabled or disabled a slot; answered once
@@ -155,6 +160,17 @@ impl ClusterHandle {
         let (done, answer) = tokio::sync::oneshot::channel();
         self.events.send(ClusterEvent::NodeControl { command, done }).map_err(|_| rm::ControlError::Unavailable)?;
         answer.await.unwrap_or(Err(rm::ControlError::Unavailable))
+    }
+
+    /// Has the loop apply job-queue changes and waits for its answer: the first refusal (naming
+    /// the job and field), or an error when the loop has stopped.
+    pub async fn change_job_queue(&self, changes: Vec<JobQueueChange>) -> Result<(), JobQueueError> {
+        let (done, answer) = tokio::sync::oneshot::channel();
+        let stopped = || JobQueueError::Invalid("the cluster loop has stopped (the master is shutting down)".to_owned());
+        if self.events.send(ClusterEvent::ChangeJobQueue { changes, done }).is_err() {
+            return Err(stopped());
+        }
+        answer.await.unwrap_or_else(|_| Err(stopped()))
     }
 
     /// Queues `event` after `delay` (for the loop's own deadlines).

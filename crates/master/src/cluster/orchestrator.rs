@@ -47,6 +47,8 @@ pub struct Orchestrator {
     /// The command kind's state (commands, notebooks, shells, TensorBoards, generic tasks).
     pub(super) commands: HashMap<String, CommandRun>,
     pub(super) timing: Timing,
+    /// Queued trial allocations whose wait reason is already in the trial's logs (`job_queue.rs`).
+    pub(super) waits_logged: std::collections::HashSet<String>,
 }
 
 /// Durations the loop waits for; tests shorten them.
@@ -92,6 +94,7 @@ impl Orchestrator {
             display: Default::default(),
             commands: HashMap::new(),
             timing,
+            waits_logged: Default::default(),
         }
     }
 
@@ -150,6 +153,10 @@ impl Orchestrator {
                 let _ = done.send(self.node_control(command).await);
                 Ok(())
             }
+            ClusterEvent::ChangeJobQueue { changes, done } => {
+                let _ = done.send(self.change_job_queue(changes).await);
+                Ok(())
+            }
             ClusterEvent::Timer(Timer::KillIfRunning { allocation_id }) => {
                 self.kill_allocation(&allocation_id);
                 Ok(())
@@ -175,7 +182,11 @@ impl Orchestrator {
             }
         }
         self.sync_display_states().await;
-        self.handle.publish(self.rm.view());
+        let jobs = self.queued_jobs();
+        self.log_wait_reasons(&jobs).await;
+        let mut view = self.rm.view();
+        view.jobs = jobs;
+        self.handle.publish(view);
     }
 }
 

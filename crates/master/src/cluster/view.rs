@@ -12,6 +12,8 @@ pub struct ClusterView {
     /// Each resource pool's counts (agents, slots, aux containers, queued and scheduled jobs),
     /// by pool name.
     pub pools: BTreeMap<String, resolute_scheduler::PoolStats>,
+    /// Every pool's job queue in scheduling order (`job_queue.rs`).
+    pub jobs: Vec<super::QueuedJob>,
 }
 
 #[derive(Clone, Debug)]

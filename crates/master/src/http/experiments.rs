@@ -174,7 +174,14 @@ pub async fn list(
 pub async fn get(State(state): State<AppState>, _caller: Principal, Path(id): Path<String>) -> ApiResult<Json<GetExperimentResponse>> {
     let view = state.experiments.get(parse_id(&id, "experimentId")?).await?;
     let config = view.record.config.clone();
-    Ok(Json(GetExperimentResponse { experiment: wire::experiment(view), job_summary: None, config }))
+    let job_summary = crate::services::jobs::summary_of(&state.cluster, &view.record.job_id).and_then(|summary| {
+        Some(resolute_api::experiments::JobSummary {
+            state: serde_json::from_value(serde_json::Value::String(summary.state)).ok()?,
+            jobs_ahead: summary.jobs_ahead,
+            wait_reason: summary.wait_reason,
+        })
+    });
+    Ok(Json(GetExperimentResponse { experiment: wire::experiment(view), job_summary, config }))
 }
 
 #[utoipa::path(patch, path = "/api/v1/experiments/{experimentId}", tag = "Experiments", params(("experimentId" = i32, Path)),
@@ -187,10 +194,9 @@ pub async fn patch(
     Path(id): Path<String>,
     JsonBody(req): JsonBody<PatchExperiment>,
 ) -> ApiResult<Json<PatchExperimentResponse>> {
-    let mut config_changes = Vec::new();
-    if req.resources.as_ref().is_some_and(|r| r.max_slots.is_some() || r.weight.is_some() || r.priority.is_some()) {
-        config_changes.push("resources");
-    }
+    // `resources` (`det experiment set priority|weight|max-slots`) go through the job queue.
+    let config_changes = Vec::new();
+    let resources = req.resources.clone().filter(|r| r.max_slots.is_some() || r.weight.is_some() || r.priority.is_some());
     let id = parse_id(&id, "experimentId")?;
     let gc_policy = req.checkpoint_storage.as_ref().map_or_else(Default::default, |s| GcPolicyChange {
         save_experiment_best: s.save_experiment_best,
@@ -202,7 +208,11 @@ pub async fn patch(
         checkpoint_edits::change_gc_policy(&state.store, &caller, id, gc_policy).await?;
     }
     let changes = ExperimentChanges { name: req.name, description: req.description, notes: req.notes, labels: req.labels, config_changes };
-    let view = state.experiments.patch(&caller, id, changes).await?;
+    let mut view = state.experiments.patch(&caller, id, changes).await?;
+    if let Some(r) = resources {
+        crate::services::jobs::change_experiment_resources(&state.cluster, &view.record.job_id, r.priority, r.weight, r.max_slots).await?;
+        view = state.experiments.get(id).await?;
+    }
     Ok(Json(PatchExperimentResponse { experiment: wire::experiment(view) }))
 }
 

@@ -17,6 +17,7 @@ mod experiments;
 mod extract;
 mod generic_tasks;
 mod info;
+mod jobs;
 mod logs;
 mod master_config;
 mod master_logs;
@@ -152,6 +153,8 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/trials/metrics/validation_metrics", get(trial_metrics::validation_metrics))
         .route("/agents", get(agents::connect))
         .route("/api/v1/agents", get(agents::list))
+        .route("/api/v1/job-queues", get(jobs::list).post(jobs::update))
+        .route("/api/v1/job-queues-v2", get(jobs::list_v2))
         .route("/api/v1/agents/{id}", get(agents::get))
         .route("/api/v1/agents/{id}/slots", get(agents::slots))
         .route("/api/v1/agents/{id}/enable", post(agent_control::enable_agent))

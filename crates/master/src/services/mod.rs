@@ -19,6 +19,7 @@ mod generic_tasks;
 pub mod go_duration;
 pub mod idle_tasks;
 pub mod input_limits;
+pub mod jobs;
 pub mod log_policies;
 mod login_throttle;
 mod loop_hooks;

@@ -18,6 +18,7 @@ mod generic_tasks;
 mod harness;
 mod info;
 mod input_limits;
+mod job_queue;
 mod lifecycle;
 mod list_bounds;
 mod log_policies;
@@ -116,6 +117,10 @@ harness::api_test!(webhooks::completed_experiment_and_log_pattern_are_delivered)
 harness::api_test!(owned webhooks::restart_between_state_change_and_delivery_loses_nothing);
 harness::api_test!(webhooks::state_changes_racing_other_writes_all_fire);
 harness::api_test!(cluster_loop::single_trial_runs_to_completion);
+harness::api_test!(job_queue::queue_lists_jobs_in_order_and_updates_reorder_them);
+harness::api_test!(job_queue::a_job_that_cannot_fit_says_why);
+harness::api_test!(job_queue::experiment_resources_change_through_the_queue);
+harness::api_test!(owned job_queue::a_changed_priority_survives_a_master_restart);
 harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
 harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
 harness::api_test!(cluster_loop::kill_stops_the_process);

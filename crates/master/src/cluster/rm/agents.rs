@@ -464,6 +464,14 @@ impl ResourceManager for AgentResourceManager {
         self.restore_node_controls(controls);
     }
 
+    fn job_queue(&self) -> Vec<super::JobQueueView> {
+        super::job_queue::queue_of(&self.pools)
+    }
+
+    fn update_job(&mut self, job_id: &str, update: &super::JobUpdate) -> Result<(), RmError> {
+        super::job_queue::update(&mut self.pools, job_id, update)
+    }
+
     fn view(&self) -> ClusterView {
         let pools = self.pools.iter().map(|(name, scheduler)| (name.clone(), scheduler.stats())).collect();
         let mut view = ClusterView { pools, ..ClusterView::default() };

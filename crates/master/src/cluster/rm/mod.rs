@@ -10,6 +10,7 @@
 mod agents;
 pub mod node_control;
 pub(super) mod pools;
+mod job_queue;
 
 use std::collections::BTreeMap;
 
@@ -17,6 +18,7 @@ use resolute_api::agent_protocol::{StartTask, TaskExitInfo};
 
 pub use agents::{AgentInput, AgentResourceManager};
 pub use node_control::{ControlError, NodeAction, NodeCommand, NodeControlled};
+pub use job_queue::{JobQueueView, JobUpdate};
 
 use super::view::ClusterView;
 
@@ -126,4 +128,9 @@ pub trait ResourceManager: Send + Sync {
     fn restore_controls(&mut self, controls: Vec<resolute_store::AgentControlRecord>);
     /// The cluster as the HTTP layer shows it.
     fn view(&self) -> ClusterView;
+    /// Every pool's jobs in scheduling order, with why each waits.
+    fn job_queue(&self) -> Vec<JobQueueView>;
+    /// Changes a queued or running job's priority, weight, `max_slots` or place in the queue;
+    /// takes effect at the next pass.
+    fn update_job(&mut self, job_id: &str, update: &JobUpdate) -> Result<(), RmError>;
 }

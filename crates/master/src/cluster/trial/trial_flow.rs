@@ -22,7 +22,14 @@ impl Orchestrator {
         }
         let Some(request) = self.trial_resource_request(trial_id) else { return Ok(()) };
         let allocation_id = request.allocation_id.clone();
+        let max_slots = request.max_slots;
+        let job_id = request.job_id.clone();
         self.request_allocation(AllocationOwner::Trial(trial_id), request).await?;
+        if let Some(max_slots) = max_slots {
+            // The job's cap lives with its queued requests: set again with each.
+            let update = crate::cluster::rm::JobUpdate { max_slots: Some(Some(max_slots)), ..Default::default() };
+            self.rm.update_job(&job_id, &update)?;
+        }
         if let Some(t) = self.trials.get_mut(&trial_id) {
             t.allocation = Some(allocation_id);
         }

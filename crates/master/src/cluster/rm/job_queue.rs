@@ -1,0 +1,104 @@
+//! The job queue through the resource-manager seam: every pool's jobs in scheduling order with
+//! why each waits ([`JobQueueView`]), and the changes `POST /api/v1/job-queues` and
+//! `det experiment set priority|weight|max-slots` make ([`JobUpdate`]). The agent resource
+//! manager answers from its schedulers (`resolute_scheduler`'s queue view, `move_job`,
+//! `job_wait_reason`); another resource manager would answer from its own queue.
+
+use std::collections::BTreeMap;
+
+use resolute_scheduler::{JobId, JobState, QueueMove, Scheduler};
+
+use super::RmError;
+
+/// One job in one resource pool's queue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobQueueView {
+    pub job_id: String,
+    pub pool: String,
+    /// `STATE_QUEUED`, `STATE_SCHEDULED` or `STATE_SCHEDULED_BACKFILLED`.
+    pub state: &'static str,
+    /// Jobs before it in scheduling order (-1 under fair share, which has no order).
+    pub jobs_ahead: i32,
+    pub priority: u32,
+    pub weight: f64,
+    pub requested_slots: u32,
+    pub allocated_slots: u32,
+    pub preemptible: bool,
+    /// Why it waits, in words (`None` while it runs or before the first pass).
+    pub wait_reason: Option<String>,
+    /// Its allocations in queue order.
+    pub allocations: Vec<String>,
+}
+
+/// A change to a job's place in the queue. Unset fields stay as they are.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobUpdate {
+    pub priority: Option<u32>,
+    pub weight: Option<f64>,
+    /// `Some(None)` lifts the cap.
+    pub max_slots: Option<Option<u32>>,
+    /// Ahead of or behind this other job.
+    pub position: Option<(QueueMove, String)>,
+}
+
+impl JobUpdate {
+    pub fn is_empty(&self) -> bool {
+        *self == JobUpdate::default()
+    }
+}
+
+/// Every pool's queue, pools by name, jobs in scheduling order.
+pub(super) fn queue_of(pools: &BTreeMap<String, Scheduler>) -> Vec<JobQueueView> {
+    let mut out = Vec::new();
+    for (pool, scheduler) in pools {
+        for job in scheduler.job_queue() {
+            let preemptible = job.allocations.iter().all(|a| scheduler.request(a).is_none_or(|r| r.preemptible));
+            out.push(JobQueueView {
+                job_id: job.job_id.as_str().to_owned(),
+                pool: pool.clone(),
+                state: match job.state {
+                    JobState::Queued => "STATE_QUEUED",
+                    JobState::Scheduled => "STATE_SCHEDULED",
+                    JobState::ScheduledBackfilled => "STATE_SCHEDULED_BACKFILLED",
+                },
+                jobs_ahead: job.jobs_ahead.map_or(-1, |n| i32::try_from(n).unwrap_or(i32::MAX)),
+                priority: job.priority,
+                weight: job.weight,
+                requested_slots: job.requested_slots,
+                allocated_slots: job.allocated_slots,
+                preemptible,
+                wait_reason: scheduler.job_wait_reason(&job.job_id),
+                allocations: job.allocations.iter().map(|a| a.as_str().to_owned()).collect(),
+            });
+        }
+    }
+    out
+}
+
+/// Applies `update` to `job_id` in whichever pool queues it. A job the scheduler does not hold
+/// right now (between trials, or finished) is left alone: the caller stores the change for its
+/// next request.
+pub(super) fn update(pools: &mut BTreeMap<String, Scheduler>, job_id: &str, update: &JobUpdate) -> Result<(), RmError> {
+    let job = JobId::new(job_id);
+    let Some(scheduler) = pools.values_mut().find(|s| s.has_job(&job)) else { return Ok(()) };
+    if let Some((to, anchor)) = &update.position {
+        let anchor = JobId::new(anchor.as_str());
+        if !scheduler.has_job(&anchor) {
+            return Err(RmError::Unavailable(format!(
+                "job {anchor} is not queued in resource pool {} with job {job_id}: only jobs of the same pool can be reordered",
+                scheduler.resource_pool()
+            )));
+        }
+        scheduler.move_job(&job, &anchor, *to)?;
+    }
+    if let Some(priority) = update.priority {
+        scheduler.set_priority(&job, priority)?;
+    }
+    if let Some(weight) = update.weight {
+        scheduler.set_weight(&job, weight)?;
+    }
+    if let Some(max_slots) = update.max_slots {
+        scheduler.set_max_slots(&job, max_slots)?;
+    }
+    Ok(())
+}
