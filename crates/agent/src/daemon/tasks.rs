@@ -16,6 +16,7 @@ use crate::devices::Device;
 use crate::events::TaskExit;
 use crate::harness_shim::ShimDir;
 use crate::process::Runtime;
+use crate::rendezvous::rendezvous_info;
 use crate::spec::{Entrypoint, LaunchContext, TaskSpec, TaskType, environment};
 use crate::task_user::{decide, hand_over_tree};
 use crate::work_files::WorkFile;
@@ -60,6 +61,8 @@ pub(crate) struct Started {
 pub(crate) struct Launch {
     pub spec: TaskSpec,
     pub shim: ShimDir,
+    /// `rendezvous.json` (checked against the slots assigned).
+    pub rendezvous: serde_json::Value,
     /// The master's harness info files, written into the shim as given.
     pub harness_info: BTreeMap<String, serde_json::Value>,
     pub readiness: Readiness,
@@ -91,6 +94,7 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path, a
         None => None,
     };
     let files = start.files.iter().map(work_file).collect::<Result<Vec<_>, _>>()?;
+    let rendezvous = rendezvous_info(start.rendezvous.as_ref(), assigned.len()).map_err(|e| e.to_string())?;
     let readiness = Readiness::watch(start.ready_pattern.as_deref())?;
     let work_dir = task_work_dir(work_root, &start.task_id, &start.allocation_id).map_err(|e| e.to_string())?;
     let shim = ShimDir::for_work_dir(&work_dir);
@@ -116,7 +120,7 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path, a
         run_as,
         task_dirs: start.task_dirs.clone(),
     };
-    Ok(Launch { spec, shim, harness_info: start.harness_info.clone(), readiness, warning })
+    Ok(Launch { spec, shim, rendezvous, harness_info: start.harness_info.clone(), readiness, warning })
 }
 
 fn work_file(file: &TaskFile) -> Result<WorkFile, String> {
@@ -142,12 +146,13 @@ pub(crate) async fn launch(
     runtime: Runtime,
     spec: TaskSpec,
     shim: ShimDir,
+    rendezvous: serde_json::Value,
     harness_info: BTreeMap<String, serde_json::Value>,
 ) -> Result<Started, String> {
     let env = final_environment(&runtime, &spec)?;
     let (devices, writer, model, run_as) = (spec.devices.clone(), shim.clone(), spec.work_dir_archive.clone(), spec.run_as.clone());
     let write = move || {
-        writer.write(&env, &devices, &harness_info, model.as_deref()).map_err(|e| e.to_string())?;
+        writer.write(&env, &devices, &rendezvous, &harness_info, model.as_deref()).map_err(|e| e.to_string())?;
         // The info files hold the task's session token: its account's alone.
         if let Some(account) = &run_as
             && let Err(e) = hand_over_tree(&writer.root, account)
@@ -236,6 +241,7 @@ mod tests {
             harness_info: BTreeMap::new(),
             run_as: None,
             task_dirs: vec![],
+            rendezvous: None,
         }
     }
 

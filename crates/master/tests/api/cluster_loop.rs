@@ -39,6 +39,22 @@ impl FakeAgent {
         tasks_reattached: Vec<String>,
         authorization: Option<&str>,
     ) -> Result<FakeAgent, (u16, String)> {
+        Self::try_connect_at(base, id, slots, tasks_reattached, authorization, vec![]).await
+    }
+
+    /// Connects an agent that reports `addresses` as where other hosts reach it.
+    pub async fn connect_at(m: &TestMaster, id: &str, slots: u32, addresses: Vec<String>) -> FakeAgent {
+        Self::try_connect_at(&m.base, id, slots, vec![], None, addresses).await.expect("the master admits the agent")
+    }
+
+    async fn try_connect_at(
+        base: &str,
+        id: &str,
+        slots: u32,
+        tasks_reattached: Vec<String>,
+        authorization: Option<&str>,
+        addresses: Vec<String>,
+    ) -> Result<FakeAgent, (u16, String)> {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
         let url = format!("{}/agents?id={id}&version=0.38.1&resource_pool=default&hostname=localhost", base.replace("http://", "ws://"));
         let mut request = url.into_client_request().unwrap();
@@ -69,7 +85,7 @@ impl FakeAgent {
                 resource_pool: "default".into(),
                 hostname: "localhost".into(),
                 tasks_reattached,
-                addresses: vec![],
+                addresses,
                 unix_user: None,
             }))
             .await;
@@ -126,7 +142,7 @@ impl FakeAgent {
         self.state(start, TaskState::Running, None).await;
     }
 
-    async fn state(&mut self, start: &StartTask, state: TaskState, exit: Option<TaskExitInfo>) {
+    pub async fn state(&mut self, start: &StartTask, state: TaskState, exit: Option<TaskExitInfo>) {
         let change = TaskStateChanged {
             container_id: start.container_id.clone(),
             allocation_id: start.allocation_id.clone(),

@@ -8,6 +8,7 @@
 //! assume agents. Its own inputs (agent connections, its timers) arrive as [`RmInput`].
 
 mod agents;
+pub(super) mod gang;
 
 use std::collections::BTreeMap;
 
