@@ -373,8 +373,10 @@ mod tests {
         let source = sitecustomize_source(Path::new("/x/info"));
         let writer = source.find("class _ResoluteWriterFinder").expect("the TensorBoard writer fallback");
         let torchrun = source.find("_resolute_torchrun_standin()\n").expect("the torch.distributed.run stand-in");
+        let distributed = source.find("_resolute_pid_server_argv()\n").expect("the multi-process patches");
         let chain = source.rfind("\n_resolute_chain()\n").expect("the chain call");
-        assert!(writer < chain && torchrun < chain, "{source}");
+        assert!(writer < chain && torchrun < chain && distributed < chain, "{source}");
+        assert!(source.contains(r#"_RESOLUTE_TARGETS["torch.distributed.elastic.multiprocessing.api"]"#), "{source}");
     }
 
     #[test]

@@ -261,6 +261,29 @@ mod tests {
     }
 
     #[test]
+    fn a_gang_process_gets_the_masters_rendezvous_and_a_bad_one_fails_the_start() {
+        let mut gang = start(vec![0, 1]);
+        gang.rendezvous = Some(resolute_api::agent_protocol::TaskRendezvous {
+            container_addrs: vec!["10.0.0.1".into(), "10.0.0.2".into()],
+            container_rank: 1,
+            container_slot_counts: vec![2, 2],
+        });
+        let launch = prepare(&gang, &[cpu(0), cpu(1)], Path::new("/root"), 0).unwrap();
+        assert_eq!(launch.rendezvous["container_addrs"], serde_json::json!(["10.0.0.1", "10.0.0.2"]));
+        assert_eq!(launch.rendezvous["container_rank"], 1);
+        let alone = prepare(&start(vec![0]), &[cpu(0)], Path::new("/root"), 0).unwrap();
+        assert_eq!(alone.rendezvous["container_addrs"], serde_json::json!(["127.0.0.1"]));
+        gang.slot_ids = vec![0];
+        let err = prepare(&gang, &[cpu(0), cpu(1)], Path::new("/root"), 0).err().unwrap();
+        assert!(err.contains("rendezvous.container_slot_counts gives this process 2 slots, but it was assigned 1"), "{err}");
+        if let Some(r) = gang.rendezvous.as_mut() {
+            r.container_rank = 2;
+        }
+        let err = prepare(&gang, &[cpu(0), cpu(1)], Path::new("/root"), 0).err().unwrap();
+        assert!(err.contains("rendezvous.container_rank 2 is not an index of container_addrs (2 addresses)"), "{err}");
+    }
+
+    #[test]
     fn master_address_fills_gaps_only() {
         let mut env: BTreeMap<String, String> = [("DET_MASTER".to_string(), "http://elsewhere:1".to_string())].into();
         add_master_address(&mut env, &crate::master_tls::MasterTls::default(), "10.0.0.2", 8080);
