@@ -2,21 +2,22 @@
 agent has runs on two agents at once, gang-started, every process told the chief's real address;
 the upstream harness's `torch_distributed` launcher runs real multi-process gloo training on CPU.
 
-The cluster: one master and two agents of 2 artificial slots each (distinct `--agent-id`), which
-dial the master at this host's non-loopback address, so each agent's address (and so the chief's
-in the rendezvous) is a real one, not 127.0.0.1. Needs torch in the trial Python
-(scripts/python-env.sh)."""
+The cluster: one master and two agents of 2 artificial slots each, on two hosts in network
+namespaces (tests/compat/netns.py, copied verbatim from the agentctl branch: each agent its own
+address) where namespaces can be made, else on this host with distinct `--agent-id`s dialing its
+non-loopback address; either way each agent's address, and so the chief's in every rank's
+rendezvous, is a real one, not 127.0.0.1. Needs torch in the trial Python (scripts/python-env.sh)."""
 
 import re
 import shutil
 import socket
 from pathlib import Path
-from typing import Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 from determined.common.api import bindings
 
-from conftest import Agent, DetCli, Master, free_port
+from conftest import Agent, DetCli, Master, compat_db, free_port
 from experiments import MNIST, ExpState, create, metrics, only_trial, restarts, sdk, trial_logs, wait_for, wait_state, write_config
 from test_experiments import trial_python_has_torch
 
@@ -67,25 +68,48 @@ def host_address() -> str:
 
 
 @pytest.fixture
-def gang_cluster(tmp_path: Path) -> Iterator[Tuple[Master, List[Agent], str]]:
+def gang_cluster(tmp_path: Path) -> Iterator[Tuple[Master, List[Any], Dict[str, str]]]:
+    """A master and two agents of 2 slots: on two hosts in network namespaces
+    (tests/compat/netns.py, each agent its own address) where they can be made, else on this host
+    dialing its non-loopback address. Yields the master, the agents and each agent's address
+    (agent id → the address other hosts reach it at)."""
+    # Minutes of training each, and nothing in them depends on the store's backend (the gang's
+    # store effects run on both in crates/master/tests/api/gang.rs): the SQLite pass runs them.
+    if compat_db() == "postgres":
+        pytest.skip("cross-agent training runs in the SQLite pass of the suite (backend-independent)")
+    from netns import Network, netns_unavailable
+
     master = Master(tmp_path / "master")
-    address = host_address()
-    agents: List[Agent] = []
+    agents: List[Any] = []
+    net = None
     try:
-        for name in ("dist-a", "dist-b"):
-            agents.append(
-                Agent(master, tmp_path / name, slots=2, master_host=address, extra_args=["--agent-id", name])
+        if netns_unavailable() is None:
+            net = Network(tmp_path / "net")
+            hosts = [net.host(name) for name in ("dist-a", "dist-b")]
+            agents = [h.start_agent(master, slots=2) for h in hosts]
+            for agent in agents:
+                agent.wait_registered(master.url)
+            addresses = {h.name: h.ip for h in hosts}
+        else:
+            address = host_address()
+            if address == "127.0.0.1":
+                pytest.skip(f"no network namespaces ({netns_unavailable()}) and no non-loopback address")
+            addresses = {"dist-a": address, "dist-b": address}
+            for name in addresses:
+                agents.append(Agent(master, tmp_path / name, slots=2, master_host=address, extra_args=["--agent-id", name]))
+            session = sdk(master)._session
+            wait_for(
+                "both agents to register",
+                lambda: len([a for a in bindings.get_GetAgents(session).agents or [] if a.slots]) == 2,
+                60,
             )
-        session = sdk(master)._session
-        wait_for(
-            "both agents to register",
-            lambda: len([a for a in bindings.get_GetAgents(session).agents or [] if a.slots]) == 2,
-            60,
-        )
-        yield master, agents, address
+        yield master, agents, addresses
     finally:
         for a in agents:
-            a.stop()
+            if hasattr(a, "stop"):
+                a.stop()
+        if net is not None:
+            net.close()
         master.close()
 
 
@@ -104,19 +128,23 @@ def rendezvous_lines(logs: str) -> List[Tuple[str, int, List[str], int]]:
     return sorted(((agent, rank, addrs.split(","), slots) for agent, rank, addrs, slots in unique), key=lambda r: r[1])
 
 
-def check_gang(logs: str, address: str) -> None:
-    """Each run: two processes, one per agent, both told the same addresses with the chief's
-    first, a real address; every one of the 4 ranks trained."""
+def check_gang(logs: str, addresses: Dict[str, str]) -> None:
+    """Each run: two processes, one per agent, both told the same addresses in rank order — the
+    chief's agent's real address first, each rank's agent's own at its index —; every one of the
+    4 ranks trained."""
     rdv = rendezvous_lines(logs)
     assert {r[1] for r in rdv} == {0, 1}, rdv
     assert {r[0] for r in rdv} == {"dist-a", "dist-b"}, rdv
-    assert all(r[2] == [address, address] and r[3] == 2 for r in rdv), rdv
+    for agent, rank, addrs, slots in rdv:
+        assert slots == 2 and len(addrs) == 2, rdv
+        assert addrs[rank] == addresses[agent], (rdv, addresses)
+        assert addresses[agent] not in ("", "127.0.0.1"), addresses
     for rank in range(4):
         assert f"[rank={rank}]" in logs, f"no output of rank {rank}:\n{logs[-3000:]}"
 
 
 def test_distributed_yaml_runs_across_two_agents(gang_cluster, tmp_path: Path, isolated_client_config: Path) -> None:
-    master, _agents, address = gang_cluster
+    master, _agents, addresses = gang_cluster
     det = DetCli(master.url, isolated_client_config)
     # The example asks for 8 slots; the test cluster has two agents of 2.
     config = write_config(MNIST / "distributed.yaml", tmp_path / "distributed.yaml", tmp_path / "ckpt", resources={"slots_per_trial": 4})
@@ -125,9 +153,7 @@ def test_distributed_yaml_runs_across_two_agents(gang_cluster, tmp_path: Path, i
     wait_state(exp, {ExpState.COMPLETED}, timeout=400)
     trial = only_trial(exp)
     logs = trial_logs(det, trial.id)
-    check_gang(logs, address)
-    if address != "127.0.0.1":
-        assert "127.0.0.1" not in ",".join(",".join(r[2]) for r in rendezvous_lines(logs))
+    check_gang(logs, addresses)
     # Reported once, by the chief: one validation per period, not one per rank.
     assert [m.steps_completed for m in metrics(trial, "validation")] == [100, 200]
     assert [m.steps_completed for m in metrics(trial, "training")] == list(range(20, 201, 20))
@@ -137,7 +163,7 @@ def test_distributed_yaml_runs_across_two_agents(gang_cluster, tmp_path: Path, i
 
 
 def test_legacy_trial_gang_fails_as_one_and_restores(gang_cluster, tmp_path: Path, isolated_client_config: Path) -> None:
-    master, _agents, address = gang_cluster
+    master, _agents, addresses = gang_cluster
     det = DetCli(master.url, isolated_client_config)
     config = write_config(
         MNIST / "const.yaml",
@@ -159,7 +185,7 @@ def test_legacy_trial_gang_fails_as_one_and_restores(gang_cluster, tmp_path: Pat
     # Rank 3 (on the second agent) died; the chief's agent was stopped with it; one restart.
     assert "crash-once: rank 3 exits at batch 60" in logs
     assert restarts(d, trial.id) == 1
-    check_gang(logs, address)
+    check_gang(logs, addresses)
     # The second run restored batch 40's checkpoint: training resumed after it, every step
     # reported once (the first run's steps past the checkpoint are not counted twice).
     steps = [m.steps_completed for m in metrics(trial, "training")]

@@ -5,7 +5,9 @@
 //! `torch_distributed` launcher passes `container_addrs[0]` to `torch.distributed.run` as
 //! `--master_addr` when there is more than one process, so that address must be one the other
 //! agents reach. The master sends it in `StartTask::rendezvous` (it alone knows every placement);
-//! without it (an older master) the task is alone on loopback.
+//! without it (an older master) the task is alone on loopback. A gang's processes also get
+//! `GLOO_SOCKET_IFNAME`/`NCCL_SOCKET_IFNAME` naming the interface of their own address, so the
+//! collectives' sockets use it too.
 
 use resolute_api::agent_protocol::TaskRendezvous;
 use serde_json::{Value, json};
@@ -49,6 +51,39 @@ pub fn rendezvous_info(rendezvous: Option<&TaskRendezvous>, slots: usize) -> Res
     }))
 }
 
+/// The variables that make gloo and NCCL open their sockets on the interface that holds this
+/// process's rendezvous address. Without them gloo binds to what the host name resolves to —
+/// often loopback — and tells its peers on other hosts to dial that. Only for a gang (more than
+/// one process) and only what the task's environment does not already set; empty when no local
+/// interface has the address.
+pub fn socket_interface_env(
+    rendezvous: Option<&TaskRendezvous>,
+    env: &std::collections::BTreeMap<String, String>,
+) -> Vec<(String, String)> {
+    let Some(r) = rendezvous.filter(|r| r.container_addrs.len() > 1) else { return Vec::new() };
+    let Some(own) = usize::try_from(r.container_rank).ok().and_then(|rank| r.container_addrs.get(rank)) else { return Vec::new() };
+    let Some(interface) = interface_of(own) else { return Vec::new() };
+    ["GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"]
+        .into_iter()
+        .filter(|name| !env.contains_key(*name))
+        .map(|name| (name.to_owned(), interface.clone()))
+        .collect()
+}
+
+/// The name of the local interface that has `address`.
+fn interface_of(address: &str) -> Option<String> {
+    let wanted: std::net::IpAddr = address.parse().ok()?;
+    nix::ifaddrs::getifaddrs().ok()?.find_map(|ifa| {
+        let sockaddr = ifa.address?;
+        let ip = match (sockaddr.as_sockaddr_in(), sockaddr.as_sockaddr_in6()) {
+            (Some(v4), _) => std::net::IpAddr::V4(v4.ip()),
+            (None, Some(v6)) => std::net::IpAddr::V6(v6.ip()),
+            _ => return None,
+        };
+        (ip == wanted).then_some(ifa.interface_name)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +110,25 @@ mod tests {
         assert_eq!(info["container_addrs"], json!(["10.0.0.1", "10.0.0.2"]));
         assert_eq!(info["container_rank"], 1);
         assert_eq!(info["container_slot_counts"], json!([2, 2]));
+    }
+
+    #[test]
+    fn gang_processes_talk_on_the_interface_of_their_rendezvous_address() {
+        let mut r = gang(0);
+        r.container_addrs = vec!["127.0.0.1".into(), "10.0.0.2".into()];
+        let env = rendezvous_env(&r, &[]);
+        let lo = env.iter().find(|(k, _)| k == "GLOO_SOCKET_IFNAME").map(|(_, v)| v.clone()).expect("loopback has an interface");
+        assert_eq!(env, vec![("GLOO_SOCKET_IFNAME".to_string(), lo.clone()), ("NCCL_SOCKET_IFNAME".to_string(), lo)]);
+        // The user's own choice stands; a lone process and an address no interface has get nothing.
+        assert_eq!(rendezvous_env(&r, &[("GLOO_SOCKET_IFNAME", "eth9")]).len(), 1);
+        assert!(socket_interface_env(None, &Default::default()).is_empty());
+        r.container_addrs = vec!["192.0.2.254".into(), "127.0.0.1".into()];
+        assert!(rendezvous_env(&r, &[]).is_empty());
+    }
+
+    fn rendezvous_env(r: &TaskRendezvous, env: &[(&str, &str)]) -> Vec<(String, String)> {
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        socket_interface_env(Some(r), &env)
     }
 
     #[test]

@@ -100,6 +100,7 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path, a
     let shim = ShimDir::for_work_dir(&work_dir);
     let mut env = start.env.clone();
     env.insert("PYTHONPATH".to_string(), shim.python_path(start.env.get("PYTHONPATH").map(String::as_str)));
+    env.extend(crate::rendezvous::socket_interface_env(start.rendezvous.as_ref(), &start.env));
     let entrypoint = match &start.entrypoint {
         TaskEntrypoint::Argv(argv) => Entrypoint::Argv(argv.clone()),
         TaskEntrypoint::Shell(command) => Entrypoint::Shell(command.clone()),
