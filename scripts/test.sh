@@ -11,7 +11,7 @@
 #   4. scripts/schemathesis.sh                 (schemathesis over the OpenAPI document, SQLite)
 # then prints each runner's summary and exits non-zero if any step failed.
 #
-# Needs: cargo, python3 (3.8+, with venv), PostgreSQL 15 server binaries, psql, curl, jq, Node.js
+# Needs: cargo, python3 (3.8+, with venv), PostgreSQL 15 server binaries, psql, curl, jq, iproute2, Node.js
 # 18+ with npm and /usr/bin/chromium (the web UI's build and browser test); for the
 # PyTorch example tests, Debian's python3-torch (without it they are skipped, with the reason).
 # The Python environment .venv (scripts/python-env.sh: tests/compat/requirements.txt, all pinned,
@@ -50,6 +50,8 @@ status=${PIPESTATUS[0]}
 set -e
 [ "$status" -eq 0 ] || record "web UI build (scripts/webui.sh): the det binary serves the placeholder page" "$status"
 export RESOLUTE_REQUIRE_WEBUI=1
+# The multi-host tests (tests/compat/netns.py) fail rather than skip when namespaces cannot be made.
+export RESOLUTE_REQUIRE_NETNS=1
 
 banner "cargo build --workspace --bins"
 cargo build --workspace --bins

@@ -389,3 +389,23 @@ def pytest_report_header(config: pytest.Config) -> List[str]:
         f"jq: {shutil.which('jq')}, curl: {shutil.which('curl')}, psql: {shutil.which('psql')}",
     ]
 
+
+
+@pytest.fixture
+def netns_network(tmp_path: Path):
+    """A bridge network for hosts in network namespaces (tests/compat/netns.py): `net.host(name)`
+    makes one, `host.start_agent(master, slots=N)` starts an agent there. Everything is torn down
+    after the test, even when it fails. Skipped where namespaces cannot be made (not root, no
+    iproute2), unless RESOLUTE_REQUIRE_NETNS=1 (CI), which makes that a failure."""
+    from netns import Network, netns_unavailable
+
+    reason = netns_unavailable()
+    if reason is not None:
+        if os.environ.get("RESOLUTE_REQUIRE_NETNS") == "1":
+            pytest.fail(f"RESOLUTE_REQUIRE_NETNS=1 but {reason}")
+        pytest.skip(reason)
+    net = Network(tmp_path / "net")
+    try:
+        yield net
+    finally:
+        net.close()

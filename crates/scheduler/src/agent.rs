@@ -57,6 +57,8 @@ pub(crate) struct Agent {
     pub id: AgentId,
     pub label: String,
     pub enabled: bool,
+    /// Disabled with drain: its allocations finish, nothing new is placed (`enabled` is false).
+    pub draining: bool,
     pub slots: BTreeMap<SlotId, Slot>,
     /// Zero-slot allocations running here, capped by `max_aux_containers_per_agent`.
     pub aux: BTreeSet<AllocationId>,
@@ -71,7 +73,7 @@ impl Agent {
                 return Err(SchedulerError::DuplicateSlot { agent: spec.id, slot: slot.id });
             }
         }
-        Ok(Agent { id: spec.id, label: spec.label, enabled: true, slots, aux: BTreeSet::new() })
+        Ok(Agent { id: spec.id, label: spec.label, enabled: true, draining: false, slots, aux: BTreeSet::new() })
     }
 
     /// Enabled slots not held by any allocation, lowest id first.

@@ -15,6 +15,7 @@
 
 mod agent;
 mod config;
+mod control;
 mod decisions;
 mod error;
 mod fair_share;
@@ -29,6 +30,7 @@ mod state;
 
 pub use agent::{AgentSpec, SlotSpec};
 pub use config::{DEFAULT_MAX_AUX_CONTAINERS_PER_AGENT, FittingPolicy, SchedulerConfig, SchedulingPolicy};
+pub use control::{AgentMode, AgentStatus, Eviction};
 pub use decisions::{Assignment, Decisions, Placement, WaitReason, Waiting};
 pub use error::SchedulerError;
 pub use ids::{AgentId, AllocationId, DeviceType, JobId, LogicalTime, SlotId, TaskId};

@@ -18,7 +18,7 @@ use crate::{fair_share, priority, snapshot};
 /// from its single writer loop and carries out the [`Decisions`] it returns.
 #[derive(Clone, Debug)]
 pub struct Scheduler {
-    state: PoolState,
+    pub(crate) state: PoolState,
 }
 
 impl Scheduler {
@@ -63,7 +63,9 @@ impl Scheduler {
     }
 
     pub fn enable_agent(&mut self, agent_id: &AgentId) -> Result<(), SchedulerError> {
-        self.agent_mut(agent_id)?.enabled = true;
+        let agent = self.agent_mut(agent_id)?;
+        agent.enabled = true;
+        agent.draining = false;
         Ok(())
     }
 
@@ -224,11 +226,11 @@ impl Scheduler {
         Err(SchedulerError::WrongResourcePool { what, id: id.to_owned(), expected: self.state.name.clone(), actual: pool.to_owned() })
     }
 
-    fn agent_mut(&mut self, agent_id: &AgentId) -> Result<&mut Agent, SchedulerError> {
+    pub(crate) fn agent_mut(&mut self, agent_id: &AgentId) -> Result<&mut Agent, SchedulerError> {
         self.state.agents.get_mut(agent_id).ok_or_else(|| SchedulerError::UnknownAgent(agent_id.clone()))
     }
 
-    fn slot_mut(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<&mut Slot, SchedulerError> {
+    pub(crate) fn slot_mut(&mut self, agent_id: &AgentId, slot_id: SlotId) -> Result<&mut Slot, SchedulerError> {
         self.agent_mut(agent_id)?
             .slots
             .get_mut(&slot_id)

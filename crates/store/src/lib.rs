@@ -10,6 +10,7 @@
 //! [`StoreError::Backend`], whose `Display` is deliberately generic; callers map it to a 500
 //! without showing details to clients.
 
+mod agent_control_store;
 mod cluster_store;
 mod error;
 mod idle_hook;
@@ -32,6 +33,7 @@ mod sql;
 mod summary;
 mod webhook_store;
 
+pub use agent_control_store::{AgentControlRecord, AgentControlStore};
 pub use cluster_store::{
     ALLOCATION_USAGE_LIMIT, AllocationUsageRecord, ClusterMessageRecord, ClusterStore, NewClusterMessage, StateCount, StateCounts,
 };
@@ -87,7 +89,7 @@ use serde_json::Value;
 
 /// Everything the master persists. Implementations must be safe to share across tasks.
 #[async_trait]
-pub trait Store: WebhookStore + ClusterStore + Send + Sync + 'static {
+pub trait Store: WebhookStore + ClusterStore + AgentControlStore + Send + Sync + 'static {
     /// Which backend this is, for logs ("sqlite" or "postgres").
     fn backend(&self) -> &'static str;
 

@@ -23,6 +23,27 @@ pub enum AgentCommand {
         #[arg(long)]
         json: bool,
     },
+    /// enable agent
+    Enable {
+        /// agent ID
+        #[arg(conflicts_with = "all")]
+        agent_id: Option<String>,
+        /// enable all agents
+        #[arg(long)]
+        all: bool,
+    },
+    /// disable agent
+    Disable {
+        /// agent ID
+        #[arg(conflicts_with = "all")]
+        agent_id: Option<String>,
+        /// disable all agents
+        #[arg(long)]
+        all: bool,
+        /// enter drain mode, allowing the tasks currently running on the disabled agents to finish
+        #[arg(long)]
+        drain: bool,
+    },
     /// run an agent in the foreground until SIGINT/SIGTERM
     Run(Box<super::agent_run::RunArgs>),
 }
@@ -31,6 +52,8 @@ pub enum AgentCommand {
 pub fn run(g: &Globals, cmd: Option<AgentCommand>) -> Result<(), CliError> {
     match cmd.unwrap_or(AgentCommand::List { csv: false, json: false }) {
         AgentCommand::List { csv, json } => list(g, csv, json || g.json),
+        AgentCommand::Enable { agent_id, all } => super::agent_control::patch_agents(g, true, agent_id.as_deref(), all, false),
+        AgentCommand::Disable { agent_id, all, drain } => super::agent_control::patch_agents(g, false, agent_id.as_deref(), all, drain),
         // Dispatched before a master session is needed (see main.rs).
         AgentCommand::Run(_) => Err(CliError::msg("`det agent run` cannot run as a client command")),
     }

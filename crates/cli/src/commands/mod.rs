@@ -1,6 +1,7 @@
 //! One module per top-level command group.
 
 pub mod agent;
+mod agent_control;
 pub mod agent_run;
 pub mod checkpoint;
 pub mod command;

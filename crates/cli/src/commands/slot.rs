@@ -28,12 +28,28 @@ pub enum SlotCommand {
         #[arg(long)]
         json: bool,
     },
+    /// enable slot on agent
+    Enable {
+        /// agent ID
+        agent_id: String,
+        /// slot ID
+        slot_id: u32,
+    },
+    /// disable slot on agent
+    Disable {
+        /// agent ID
+        agent_id: String,
+        /// slot ID
+        slot_id: u32,
+    },
 }
 
 /// `det slot` alone lists slots, as upstream's `is_default` subcommand does.
 pub fn run(g: &Globals, cmd: Option<SlotCommand>) -> Result<(), CliError> {
     match cmd.unwrap_or(SlotCommand::List { csv: false, json: false }) {
         SlotCommand::List { csv, json } => list(g, csv, json || g.json),
+        SlotCommand::Enable { agent_id, slot_id } => super::agent_control::patch_slot(g, true, &agent_id, slot_id),
+        SlotCommand::Disable { agent_id, slot_id } => super::agent_control::patch_slot(g, false, &agent_id, slot_id),
     }
 }
 

@@ -13,6 +13,7 @@
 mod allocations;
 mod command;
 mod hooks;
+mod node_controls;
 mod orchestrator;
 pub mod rm;
 mod signals;
@@ -76,6 +77,9 @@ pub enum ClusterEvent {
     UnpauseTask { task_id: String },
     /// For the resource manager (agents connecting, reporting, leaving; its own timers).
     Rm(RmInput),
+    /// An admin enabled, disabled or drained an agent, or enabled or disabled a slot; answered once
+    /// stored and applied.
+    NodeControl { command: rm::NodeCommand, done: tokio::sync::oneshot::Sender<Result<(), rm::ControlError>> },
     /// Timers the loop set for itself.
     Timer(Timer),
 }
@@ -120,6 +124,13 @@ impl ClusterHandle {
         {
             tracing::warn!(experiment = experiment_id, "the cluster loop has not created the experiment's trials yet");
         }
+    }
+
+    /// Has the loop apply an admin's agent or slot command; waits for its answer.
+    pub async fn control_node(&self, command: rm::NodeCommand) -> Result<(), rm::ControlError> {
+        let (done, answer) = tokio::sync::oneshot::channel();
+        self.events.send(ClusterEvent::NodeControl { command, done }).map_err(|_| rm::ControlError::Unavailable)?;
+        answer.await.unwrap_or(Err(rm::ControlError::Unavailable))
     }
 
     /// Queues `event` after `delay` (for the loop's own deadlines).

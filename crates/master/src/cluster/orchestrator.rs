@@ -133,6 +133,10 @@ impl Orchestrator {
                 }
                 result
             }
+            ClusterEvent::NodeControl { command, done } => {
+                let _ = done.send(self.node_control(command).await);
+                Ok(())
+            }
             ClusterEvent::Timer(Timer::KillIfRunning { allocation_id }) => {
                 self.kill_allocation(&allocation_id);
                 Ok(())
@@ -179,6 +183,9 @@ pub async fn start_loop(
     events: mpsc::UnboundedReceiver<ClusterEvent>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let mut orchestrator = Orchestrator::new(store, handle, identity, hooks, Timing::default());
+    if let Err(e) = orchestrator.restore_node_controls().await {
+        tracing::error!(error = %e, "reading the stored agent controls failed; every agent starts enabled");
+    }
     if let Err(e) = orchestrator.recover().await {
         tracing::error!(error = %e, "recovering experiments after start failed");
     }

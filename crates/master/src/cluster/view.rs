@@ -17,6 +17,9 @@ pub struct AgentView {
     pub registered_time: DateTime<Utc>,
     pub resource_pool: String,
     pub hostname: String,
+    /// Where other hosts reach it: its end of its connection to the master (not loopback unless
+    /// the master is on the same host).
+    pub addresses: Vec<String>,
     /// The account its tasks run as, if the agent said.
     pub unix_user: Option<resolute_api::agent_protocol::AgentUnixUser>,
     pub version: String,

@@ -166,7 +166,7 @@ pub async fn slots(State(state): State<AppState>, _caller: Principal, Path(agent
     Ok(Json(json!({"slots": slots})))
 }
 
-fn agent_json(agent: &AgentView, exclude_slots: bool, exclude_containers: bool) -> Value {
+pub(super) fn agent_json(agent: &AgentView, exclude_slots: bool, exclude_containers: bool) -> Value {
     let mut slots = Map::new();
     let mut containers = Map::new();
     let mut type_stats: Map<String, Value> = Map::new();
@@ -181,6 +181,12 @@ fn agent_json(agent: &AgentView, exclude_slots: bool, exclude_containers: bool) 
         for (stats, key) in [(&mut type_stats, device_type_wire(&slot.device_type).to_owned()), (&mut brand_stats, slot.brand.clone())] {
             let entry = stats.entry(key).or_insert_with(|| json!({"disabled": 0, "draining": 0, "total": 0, "states": {}}));
             entry["total"] = json!(entry["total"].as_i64().unwrap_or(0) + 1);
+            if !slot.enabled {
+                entry["disabled"] = json!(entry["disabled"].as_i64().unwrap_or(0) + 1);
+            }
+            if agent.draining {
+                entry["draining"] = json!(entry["draining"].as_i64().unwrap_or(0) + 1);
+            }
             if slot.container.is_some() {
                 entry["states"][state] = json!(entry["states"][state].as_i64().unwrap_or(0) + 1);
             }
@@ -191,7 +197,7 @@ fn agent_json(agent: &AgentView, exclude_slots: bool, exclude_containers: bool) 
         "registeredTime": agent.registered_time.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
         "slots": if exclude_slots { Value::Object(Map::new()) } else { Value::Object(slots) },
         "containers": if exclude_containers { Value::Object(Map::new()) } else { Value::Object(containers) },
-        "addresses": if agent.hostname.is_empty() { Vec::<String>::new() } else { vec![agent.hostname.clone()] },
+        "addresses": agent_addresses(agent),
         "enabled": agent.enabled,
         "draining": agent.draining,
         "version": agent.version,
@@ -200,7 +206,18 @@ fn agent_json(agent: &AgentView, exclude_slots: bool, exclude_containers: bool) 
     })
 }
 
-fn slot_json(agent: &AgentView, slot: &SlotView) -> Value {
+/// Where the agent is reached: the addresses it connected from, else its host name.
+fn agent_addresses(agent: &AgentView) -> Vec<String> {
+    if !agent.addresses.is_empty() {
+        agent.addresses.clone()
+    } else if agent.hostname.is_empty() {
+        Vec::new()
+    } else {
+        vec![agent.hostname.clone()]
+    }
+}
+
+pub(super) fn slot_json(agent: &AgentView, slot: &SlotView) -> Value {
     let device = device_json(slot);
     let container = slot.container.as_ref().map(|c| {
         let devices: Vec<Value> = c.slot_ids.iter().filter_map(|id| agent.slots.get(id)).map(device_json).collect();

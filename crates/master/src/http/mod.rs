@@ -1,5 +1,6 @@
 //! The HTTP surface: a thin layer that parses requests, calls services and renders results.
 
+mod agent_control;
 mod agent_logs;
 mod agents;
 mod allocation_csv;
@@ -152,6 +153,10 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/agents", get(agents::list))
         .route("/api/v1/agents/{id}", get(agents::get))
         .route("/api/v1/agents/{id}/slots", get(agents::slots))
+        .route("/api/v1/agents/{id}/enable", post(agent_control::enable_agent))
+        .route("/api/v1/agents/{id}/disable", post(agent_control::disable_agent))
+        .route("/api/v1/agents/{id}/slots/{slot_id}/enable", post(agent_control::enable_slot))
+        .route("/api/v1/agents/{id}/slots/{slot_id}/disable", post(agent_control::disable_slot))
         .route("/api/v1/trials/{id}/metrics", post(runtime_trials::report_metrics))
         .route("/api/v1/trials/{id}/training_metrics", post(runtime_trials::report_training_metrics))
         .route("/api/v1/trials/{id}/validation_metrics", post(runtime_trials::report_validation_metrics))

@@ -1,6 +1,7 @@
 //! HTTP-level tests of the master, each run against SQLite and (when configured) PostgreSQL.
 //! They speak the wire format the upstream clients use, so they double as contract tests.
 
+mod agent_control;
 mod auth;
 mod bad_input;
 mod checkpoint_edits;
@@ -176,6 +177,7 @@ harness::api_test!(proxy::proxy_only_the_owner_or_an_admin_may_open_a_service);
 harness::api_test!(proxy::proxy_to_a_service_that_is_down_is_502);
 harness::api_test!(proxy::proxy_upstream_tunnel_reaches_a_tcp_service);
 harness::api_test!(owned master_restart::restarted_master_resumes_trials_and_search);
+harness::api_test!(owned agent_control::disabled_agent_trial_moves_and_state_survives_restart);
 
 #[tokio::test]
 async fn initial_user_password_applies_to_default_users() {

@@ -4,6 +4,7 @@
 //! `ON CONFLICT`), and run against whichever pool the store holds via [`on_pool!`]. Only the
 //! schema differs per dialect (`migrations/sqlite`, `migrations/postgres`).
 
+mod agent_controls;
 mod allocation_usage;
 pub(crate) mod args;
 mod checkpoint_edits;

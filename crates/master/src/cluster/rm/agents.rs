@@ -14,12 +14,16 @@ use resolute_api::agent_protocol::{
 use resolute_scheduler::{AgentSpec, AllocationRequest, DeviceType, LogicalTime, Scheduler, SchedulerConfig, SlotSpec};
 use tokio::sync::mpsc;
 
+use super::node_control::{ControlError, NodeCommand, NodeControlled};
 use super::{Assignment, Decisions, Placement, ResourceManager, ResourceRequest, RmError, RmEvent, RmInput};
 use crate::cluster::view::{AgentView, ClusterView, ContainerView, SlotView};
 use crate::cluster::{ClusterEvent, ClusterHandle};
 use crate::domain::AllocationState;
 use crate::domain::task_service::SERVICE_HOST_ENV;
 use crate::state::Identity;
+
+#[path = "agent_control.rs"]
+mod control;
 
 /// What the agents' websocket handler and the loop's timers tell this resource manager.
 #[derive(Debug)]
@@ -87,6 +91,8 @@ pub struct AgentResourceManager {
     /// Logical time for the schedulers: one tick per submission or pass.
     tick: u64,
     reconnect_wait: Duration,
+    /// Admin controls by agent id (`agent_control.rs`), also of agents not connected now.
+    controls: BTreeMap<String, resolute_store::AgentControlRecord>,
 }
 
 impl AgentResourceManager {
@@ -101,6 +107,7 @@ impl AgentResourceManager {
             pool_of: HashMap::new(),
             tick: 0,
             reconnect_wait,
+            controls: BTreeMap::new(),
         }
     }
 
@@ -222,6 +229,8 @@ impl AgentResourceManager {
             };
             if let Err(e) = self.pool(&pool).add_agent(spec) {
                 tracing::error!(agent = %agent_id, error = %e, "cannot register the agent's slots");
+            } else if let Err(e) = self.apply_stored_control(agent_id, &pool) {
+                tracing::error!(agent = %agent_id, error = %e, "cannot apply the agent's stored enable/disable state");
             }
             tracing::info!(agent = %agent_id, pool = %pool, slots = started.devices.len(), "agent registered");
         }
@@ -404,9 +413,18 @@ impl ResourceManager for AgentResourceManager {
         }
     }
 
+    fn control(&mut self, command: &NodeCommand) -> Result<NodeControlled, ControlError> {
+        self.control_node(command)
+    }
+
+    fn restore_controls(&mut self, controls: Vec<resolute_store::AgentControlRecord>) {
+        self.restore_node_controls(controls);
+    }
+
     fn view(&self) -> ClusterView {
         let mut view = ClusterView::default();
         for agent in self.agents.values().filter(|a| a.started) {
+            let status = self.status_of(&agent.id, &agent.resource_pool);
             let slots = agent
                 .devices
                 .iter()
@@ -416,7 +434,7 @@ impl ResourceManager for AgentResourceManager {
                         brand: d.brand.clone(),
                         uuid: d.uuid.clone(),
                         device_type: d.device_type.clone(),
-                        enabled: true,
+                        enabled: !status.disabled_slots.contains(&d.id),
                         container: None,
                     };
                     (d.id, slot)
@@ -429,10 +447,11 @@ impl ResourceManager for AgentResourceManager {
                     registered_time: agent.registered,
                     resource_pool: agent.resource_pool.clone(),
                     hostname: agent.hostname.clone(),
+                    addresses: agent.addresses.clone(),
                     unix_user: agent.unix_user.clone(),
                     version: agent.version.clone(),
-                    enabled: true,
-                    draining: false,
+                    enabled: status.mode == resolute_scheduler::AgentMode::Enabled,
+                    draining: status.mode == resolute_scheduler::AgentMode::Draining,
                     slots,
                 },
             );

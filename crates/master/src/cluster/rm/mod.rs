@@ -9,12 +9,14 @@
 
 mod agents;
 pub(super) mod gang;
+pub mod node_control;
 
 use std::collections::BTreeMap;
 
 use resolute_api::agent_protocol::{StartTask, TaskExitInfo};
 
 pub use agents::{AgentInput, AgentResourceManager};
+pub use node_control::{ControlError, NodeAction, NodeCommand, NodeControlled};
 
 use super::view::ClusterView;
 
@@ -105,6 +107,11 @@ pub trait ResourceManager: Send + Sync {
     fn kill(&mut self, allocation_id: &str);
     /// Handles an input of its own and reports what it means for allocations.
     fn handle(&mut self, input: RmInput) -> Vec<RmEvent>;
+    /// Applies an admin's command to a node (enable, disable or drain it, enable or disable a
+    /// slot); says what to store and which allocations to send away.
+    fn control(&mut self, command: &NodeCommand) -> Result<NodeControlled, ControlError>;
+    /// Node controls stored by an earlier master, applied as the nodes register.
+    fn restore_controls(&mut self, controls: Vec<resolute_store::AgentControlRecord>);
     /// The cluster as the HTTP layer shows it.
     fn view(&self) -> ClusterView;
 }
