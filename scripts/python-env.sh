@@ -12,6 +12,14 @@
 # with CI or RESOLUTE_INSTALL_SYSTEM_PACKAGES set; otherwise the venv is made without torch and the
 # PyTorch example tests skip (the suite says why).
 #
+# Distributed PyTorch: torch 1.13's `torch.distributed.run` fails under Python 3.11 before any
+# worker starts (`Std.from_str` returns None). It is not patched here: the agent's harness shim
+# (crates/agent/src/harness_shim_distributed.py) applies torch 2.0's one-line fix to that
+# classmethod in each trial process when the installed torch needs it, so this venv, torch's files
+# and the upstream harness stay as installed. PyPI's torch 2.x (CUDA build, ~3.1 GB with its nvidia
+# wheels, unusable without the CUDA libraries) was weighed against Debian's 0.15 GB download /
+# 0.65 GB on disk and not taken.
+#
 # Idempotent: a stamp in the venv records the requirements' hash, the base interpreter and whether
 # torch is visible; the venv is rebuilt when the mode changes and re-synced when the requirements
 # change, and left alone otherwise. Prints `torch: yes|no` and the venv's python as its last line.

@@ -268,9 +268,12 @@ class Agent:
         port: Optional[int] = None,
         secret: Optional[str] = "master's",
         extra_args: Optional[List[str]] = None,
+        master_host: str = "127.0.0.1",
     ) -> None:
         """`port`: where the agent looks for the master (default: the master's own port);
-        `secret`: the join secret it presents (default: the master's; None: none)."""
+        `secret`: the join secret it presents (default: the master's; None: none);
+        `master_host`: the master's address it dials (the agent reports the local end of that
+        connection as its own address)."""
         workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = workdir / "agent.log"
         cmd = [
@@ -278,7 +281,7 @@ class Agent:
             "agent",
             "run",
             "--master-host",
-            "127.0.0.1",
+            master_host,
             "--master-port",
             str(port or master.port),
             "--artificial-slots",

@@ -18,7 +18,9 @@
 //! `sitecustomize` would have been loaded without it. It also stands in a no-op TensorBoard
 //! writer when the task's Python has neither TensorFlow nor torch+tensorboard
 //! (`harness_shim_tensorboard.py`), so `core.init()` works in a bare venv, and runs a one-process
-//! legacy Trial itself when `torch.distributed.run` is missing (`harness_shim_torchrun.py`).
+//! legacy Trial itself when `torch.distributed.run` is missing (`harness_shim_torchrun.py`). For
+//! multi-process launches it fixes torch 1.13's elastic launcher under Python 3.11 and gives each
+//! process of an allocation its own pid server socket (`harness_shim_distributed.py`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -77,17 +79,19 @@ impl ShimDir {
     }
 
     /// Writes the info files and `sitecustomize.py` for a task whose final environment is `env`:
-    /// the agent's own and the master's `harness_info`.
+    /// the agent's own (with `rendezvous`, see [`crate::rendezvous`]) and the master's
+    /// `harness_info`.
     pub fn write(
         &self,
         env: &BTreeMap<String, String>,
         devices: &[Device],
+        rendezvous: &Value,
         harness_info: &BTreeMap<String, Value>,
         model: Option<&[u8]>,
     ) -> Result<(), ShimError> {
         check_harness_info(harness_info)?;
         let mut files: Vec<(&str, &Value)> = Vec::new();
-        let own = info_files(env, devices);
+        let own = info_files(env, devices, rendezvous.clone());
         files.extend(own.iter().map(|(name, value)| (*name, value)));
         files.extend(harness_info.iter().map(|(name, value)| (name.as_str(), value)));
         if self.root.exists() {
@@ -166,7 +170,7 @@ pub fn check_harness_info(harness_info: &BTreeMap<String, Value>) -> Result<(), 
 }
 
 /// The agent's info files, as the harness's `_to_file` methods would write them: `(file name, content)`.
-pub fn info_files(env: &BTreeMap<String, String>, devices: &[Device]) -> Vec<(&'static str, Value)> {
+pub fn info_files(env: &BTreeMap<String, String>, devices: &[Device], rendezvous: Value) -> Vec<(&'static str, Value)> {
     let var = |name: &str| env.get(name).cloned();
     let text = |name: &str| var(name).unwrap_or_default();
     let slot_ids: Vec<u32> = devices.iter().map(|d| d.id).collect();
@@ -183,12 +187,6 @@ pub fn info_files(env: &BTreeMap<String, String>, devices: &[Device]) -> Vec<(&'
         "master_cert_file": var("DET_MASTER_CERT_FILE"),
         "latest_checkpoint": var("DET_LATEST_CHECKPOINT"),
     });
-    let rendezvous = json!({
-        // One container per allocation on this agent: its peers are itself.
-        "container_addrs": ["127.0.0.1"],
-        "container_rank": 0,
-        "container_slot_counts": [slot_ids.len()],
-    });
     let gpu_uuids: Vec<&str> = devices.iter().filter(|d| d.device_type == DeviceType::Cuda).map(|d| d.uuid.as_str()).collect();
     let resources = json!({ "gpu_uuids": gpu_uuids });
     vec![("cluster.json", cluster), ("rendezvous.json", rendezvous), ("resources.json", resources)]
@@ -202,8 +200,8 @@ pub fn sitecustomize_source(info_dir: &Path) -> String {
     let source = SITECUSTOMIZE.replace("@INFO_DIR@", &literal(info_dir)).replace("@MODEL_DIR@", &literal(&model_dir));
     // The writer fallback goes before the chained sitecustomize runs (the last statement).
     match source.rfind(CHAIN_CALL) {
-        Some(at) => format!("{}{TENSORBOARD_FALLBACK}{TORCHRUN_STANDIN}\n{}", &source[..at], &source[at..]),
-        None => format!("{source}{TENSORBOARD_FALLBACK}{TORCHRUN_STANDIN}"),
+        Some(at) => format!("{}{TENSORBOARD_FALLBACK}{TORCHRUN_STANDIN}{DISTRIBUTED}\n{}", &source[..at], &source[at..]),
+        None => format!("{source}{TENSORBOARD_FALLBACK}{TORCHRUN_STANDIN}{DISTRIBUTED}"),
     }
 }
 
@@ -213,6 +211,9 @@ const TENSORBOARD_FALLBACK: &str = include_str!("harness_shim_tensorboard.py");
 /// Runs a one-process legacy Trial when `torch.distributed.run` cannot (no torch in the
 /// trial's Python, e.g. a TensorFlow-only venv for a `TFKerasTrial`).
 const TORCHRUN_STANDIN: &str = include_str!("harness_shim_torchrun.py");
+/// torch 1.13's elastic launcher under Python 3.11, and per-process pid server sockets (see the
+/// file's comment).
+const DISTRIBUTED: &str = include_str!("harness_shim_distributed.py");
 const CHAIN_CALL: &str = "\n_resolute_chain()\n";
 
 const SITECUSTOMIZE: &str = r#"# Written by the Resolute agent for one task. Points determined._info at this task's info files
@@ -329,7 +330,7 @@ mod tests {
     fn the_agent_writes_only_what_it_knows() {
         let gpu = Device { id: 2, brand: "GPU".into(), uuid: "GPU-2".into(), device_type: DeviceType::Cuda };
         let vars = env(&[("DET_TASK_TYPE", "TRIAL"), ("DET_MASTER", "http://m:8080"), ("DET_TRIAL_ID", "7"), ("DET_HPARAMS", "{}")]);
-        let files = info_files(&vars, &[gpu]);
+        let files = info_files(&vars, &[gpu], crate::rendezvous::rendezvous_info(None, 1).unwrap());
         let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
         assert_eq!(names, AGENT_INFO_FILES, "a trial's trial.json comes from the master");
         assert_eq!(files[0].1["slot_ids"], json!([2]));
@@ -344,7 +345,14 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let shim = ShimDir::for_work_dir(&root.path().join("t/t.a"));
         let trial = json!({"trial_id": 7, "hparams": {"lr": 0.1}});
-        shim.write(&env(&[("DET_TASK_TYPE", "TRIAL")]), &[], &BTreeMap::from([("trial.json".to_string(), trial.clone())]), None).unwrap();
+        shim.write(
+            &env(&[("DET_TASK_TYPE", "TRIAL")]),
+            &[],
+            &json!({}),
+            &BTreeMap::from([("trial.json".to_string(), trial.clone())]),
+            None,
+        )
+        .unwrap();
         let written: Value = serde_json::from_slice(&std::fs::read(shim.info_dir().join("trial.json")).unwrap()).unwrap();
         assert_eq!(written, trial);
         assert!(shim.info_dir().join("cluster.json").is_file());
@@ -365,8 +373,10 @@ mod tests {
         let source = sitecustomize_source(Path::new("/x/info"));
         let writer = source.find("class _ResoluteWriterFinder").expect("the TensorBoard writer fallback");
         let torchrun = source.find("_resolute_torchrun_standin()\n").expect("the torch.distributed.run stand-in");
+        let distributed = source.find("_resolute_pid_server_argv()\n").expect("the multi-process patches");
         let chain = source.rfind("\n_resolute_chain()\n").expect("the chain call");
-        assert!(writer < chain && torchrun < chain, "{source}");
+        assert!(writer < chain && torchrun < chain && distributed < chain, "{source}");
+        assert!(source.contains(r#"_RESOLUTE_TARGETS["torch.distributed.elastic.multiprocessing.api"]"#), "{source}");
     }
 
     #[test]

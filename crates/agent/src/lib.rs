@@ -6,7 +6,7 @@
 //! ports for a task's servers and [`work_files`] writes the extra files a task is sent. How the
 //! master drives the runtime over the agent websocket protocol is [`daemon`]; [`harness_shim`]
 //! gives each task the info files the upstream harness expects; [`task_user`] the Unix account a
-//! task runs as.
+//! task runs as; [`rendezvous`] where the processes of a multi-agent allocation meet.
 
 pub mod config;
 pub mod daemon;
@@ -17,6 +17,7 @@ pub mod logs;
 pub mod master_tls;
 pub mod ports;
 pub mod process;
+pub mod rendezvous;
 pub mod spec;
 pub mod task_user;
 pub mod work_files;

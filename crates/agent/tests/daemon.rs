@@ -374,7 +374,7 @@ fn sitecustomize_is_lazy_and_chains() {
     let work_dir = root.path().join("t/t.a");
     let shim = ShimDir::for_work_dir(&work_dir);
     let env = BTreeMap::from([("DET_TASK_TYPE".to_string(), "COMMAND".to_string()), ("DET_MASTER".to_string(), "http://m:1".to_string())]);
-    shim.write(&env, &[], &BTreeMap::new(), None).unwrap();
+    shim.write(&env, &[], &resolute_agent::rendezvous::rendezvous_info(None, 0).unwrap(), &BTreeMap::new(), None).unwrap();
     assert!(shim.info_dir().join("cluster.json").is_file() && !shim.info_dir().join("trial.json").exists());
 
     let packages = root.path().join("packages");

@@ -236,6 +236,24 @@ pub struct StartTask {
     /// start (e.g. the checkpoint storage root of a trial).
     #[serde(default)]
     pub task_dirs: Vec<TaskDir>,
+    /// Where the processes of this allocation meet (upstream's `rendezvous.json`): every
+    /// process's host address in rank order and this one's rank. `None` (an older master): the
+    /// agent writes a one-process rendezvous on loopback.
+    #[serde(default)]
+    pub rendezvous: Option<TaskRendezvous>,
+}
+
+/// [`StartTask::rendezvous`]: the allocation's processes (one per agent it was placed on), in
+/// rank order; rank 0 is the chief, whose address every other process dials.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRendezvous {
+    /// Each process's host address, as the other agents reach it (never loopback unless every
+    /// process runs on one host).
+    pub container_addrs: Vec<String>,
+    /// This process's rank: its index in `container_addrs`.
+    pub container_rank: u32,
+    /// The slots each process holds, in rank order.
+    pub container_slot_counts: Vec<u32>,
 }
 
 /// One of [`StartTask::task_dirs`].

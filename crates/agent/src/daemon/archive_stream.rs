@@ -89,6 +89,7 @@ mod tests {
             harness_info: Default::default(),
             run_as: None,
             task_dirs: vec![],
+            rendezvous: None,
         }
     }
 

@@ -398,7 +398,7 @@ impl Daemon {
             }
         };
         tracing::info!("starting container {container_id} of task {} ({})", start.task_id, start.description);
-        let tasks::Launch { spec, shim, harness_info, readiness, warning } = launch;
+        let tasks::Launch { spec, shim, rendezvous, harness_info, readiness, warning } = launch;
         if let Some(warning) = warning {
             tracing::warn!("container {container_id}: {warning}");
             let line = crate::events::LogLine {
@@ -430,7 +430,7 @@ impl Daemon {
         );
         let (runtime, started) = (self.runtime.clone(), self.started_tx.clone());
         tokio::spawn(async move {
-            let result = tasks::launch(runtime, spec, shim, harness_info).await;
+            let result = tasks::launch(runtime, spec, shim, rendezvous, harness_info).await;
             let _ = started.send(StartOutcome { container_id, result });
         });
     }

@@ -16,6 +16,7 @@ use crate::devices::Device;
 use crate::events::TaskExit;
 use crate::harness_shim::ShimDir;
 use crate::process::Runtime;
+use crate::rendezvous::rendezvous_info;
 use crate::spec::{Entrypoint, LaunchContext, TaskSpec, TaskType, environment};
 use crate::task_user::{decide, hand_over_tree};
 use crate::work_files::WorkFile;
@@ -69,6 +70,8 @@ pub(crate) struct Started {
 pub(crate) struct Launch {
     pub spec: TaskSpec,
     pub shim: ShimDir,
+    /// `rendezvous.json` (checked against the slots assigned).
+    pub rendezvous: serde_json::Value,
     /// The master's harness info files, written into the shim as given.
     pub harness_info: BTreeMap<String, serde_json::Value>,
     pub readiness: Readiness,
@@ -100,11 +103,13 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path, a
         None => None,
     };
     let files = start.files.iter().map(work_file).collect::<Result<Vec<_>, _>>()?;
+    let rendezvous = rendezvous_info(start.rendezvous.as_ref(), assigned.len()).map_err(|e| e.to_string())?;
     let readiness = Readiness::watch(start.ready_pattern.as_deref())?;
     let work_dir = task_work_dir(work_root, &start.task_id, &start.allocation_id).map_err(|e| e.to_string())?;
     let shim = ShimDir::for_work_dir(&work_dir);
     let mut env = start.env.clone();
     env.insert("PYTHONPATH".to_string(), shim.python_path(start.env.get("PYTHONPATH").map(String::as_str)));
+    env.extend(crate::rendezvous::socket_interface_env(start.rendezvous.as_ref(), &start.env));
     let entrypoint = match &start.entrypoint {
         TaskEntrypoint::Argv(argv) => Entrypoint::Argv(argv.clone()),
         TaskEntrypoint::Shell(command) => Entrypoint::Shell(command.clone()),
@@ -125,7 +130,7 @@ pub(crate) fn prepare(start: &StartTask, devices: &[Device], work_root: &Path, a
         run_as,
         task_dirs: start.task_dirs.clone(),
     };
-    Ok(Launch { spec, shim, harness_info: start.harness_info.clone(), readiness, warning })
+    Ok(Launch { spec, shim, rendezvous, harness_info: start.harness_info.clone(), readiness, warning })
 }
 
 fn work_file(file: &TaskFile) -> Result<WorkFile, String> {
@@ -151,12 +156,13 @@ pub(crate) async fn launch(
     runtime: Runtime,
     spec: TaskSpec,
     shim: ShimDir,
+    rendezvous: serde_json::Value,
     harness_info: BTreeMap<String, serde_json::Value>,
 ) -> Result<Started, String> {
     let env = final_environment(&runtime, &spec)?;
     let (devices, writer, model, run_as) = (spec.devices.clone(), shim.clone(), spec.work_dir_archive.clone(), spec.run_as.clone());
     let write = move || {
-        writer.write(&env, &devices, &harness_info, model.as_deref()).map_err(|e| e.to_string())?;
+        writer.write(&env, &devices, &rendezvous, &harness_info, model.as_deref()).map_err(|e| e.to_string())?;
         // The info files hold the task's session token: its account's alone.
         if let Some(account) = &run_as
             && let Err(e) = hand_over_tree(&writer.root, account)
@@ -245,6 +251,7 @@ mod tests {
             harness_info: BTreeMap::new(),
             run_as: None,
             task_dirs: vec![],
+            rendezvous: None,
         }
     }
 
@@ -261,6 +268,29 @@ mod tests {
         assert_eq!(launch.spec.task_type, TaskType::Command);
         assert_eq!(launch.spec.port_env, ["PORT"]);
         assert!(matches!(launch.readiness, Readiness::Unwatched));
+    }
+
+    #[test]
+    fn a_gang_process_gets_the_masters_rendezvous_and_a_bad_one_fails_the_start() {
+        let mut gang = start(vec![0, 1]);
+        gang.rendezvous = Some(resolute_api::agent_protocol::TaskRendezvous {
+            container_addrs: vec!["10.0.0.1".into(), "10.0.0.2".into()],
+            container_rank: 1,
+            container_slot_counts: vec![2, 2],
+        });
+        let launch = prepare(&gang, &[cpu(0), cpu(1)], Path::new("/root"), 0).unwrap();
+        assert_eq!(launch.rendezvous["container_addrs"], serde_json::json!(["10.0.0.1", "10.0.0.2"]));
+        assert_eq!(launch.rendezvous["container_rank"], 1);
+        let alone = prepare(&start(vec![0]), &[cpu(0)], Path::new("/root"), 0).unwrap();
+        assert_eq!(alone.rendezvous["container_addrs"], serde_json::json!(["127.0.0.1"]));
+        gang.slot_ids = vec![0];
+        let err = prepare(&gang, &[cpu(0), cpu(1)], Path::new("/root"), 0).err().unwrap();
+        assert!(err.contains("rendezvous.container_slot_counts gives this process 2 slots, but it was assigned 1"), "{err}");
+        if let Some(r) = gang.rendezvous.as_mut() {
+            r.container_rank = 2;
+        }
+        let err = prepare(&gang, &[cpu(0), cpu(1)], Path::new("/root"), 0).err().unwrap();
+        assert!(err.contains("rendezvous.container_rank 2 is not an index of container_addrs (2 addresses)"), "{err}");
     }
 
     #[test]

@@ -189,6 +189,7 @@ pub fn start_task(container_id: &str, entrypoint: TaskEntrypoint) -> StartTask {
         harness_info: BTreeMap::new(),
         run_as: None,
         task_dirs: vec![],
+        rendezvous: None,
     }
 }
 

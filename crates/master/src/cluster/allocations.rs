@@ -197,6 +197,12 @@ impl Orchestrator {
         let Some(a) = self.allocations.get_mut(allocation_id) else { return Ok(()) };
         a.exits.push((container_id.to_owned(), exit.exit_code, exit.failure.clone()));
         if a.exits.len() < a.containers {
+            // A gang is one: a failed process stops the others, and the allocation ends when all
+            // have exited.
+            if super::rm::gang::exit_ends_gang(&exit, a.exits.len(), a.containers) {
+                tracing::warn!(allocation = allocation_id, container = container_id, failure = ?exit.failure, "a process of the allocation failed; stopping the others");
+                self.rm.kill(allocation_id);
+            }
             return Ok(());
         }
         let Some(allocation) = self.allocations.remove(allocation_id) else { return Ok(()) };

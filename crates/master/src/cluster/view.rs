@@ -55,6 +55,8 @@ pub struct ContainerView {
     pub state: String,
     pub agent_id: String,
     pub slot_ids: Vec<u32>,
+    /// Where the allocation's processes meet, as this one was told (see `rm/gang.rs`).
+    pub rendezvous: Option<resolute_api::agent_protocol::TaskRendezvous>,
 }
 
 impl ClusterView {

@@ -90,25 +90,30 @@ impl TrialRuntimeService {
         Ok(())
     }
 
-    /// Rendezvous for an allocation on a single container: this container is rank 0 on loopback.
+    /// Rendezvous: every container's address (rendezvous port) in rank order, the asking
+    /// container's rank, and each one's slots. A container started without a rendezvous (or an
+    /// allocation not placed yet) is alone, on loopback.
     pub async fn rendezvous(&self, caller: &RuntimeCaller, allocation_id: &str, resources_id: &str) -> ApiResult<Rendezvous> {
         let allocation = self.allocation_for(caller, allocation_id, Access::Read).await?;
         let containers = self.cluster.view().containers_of(&allocation.allocation_id);
-        if containers.len() > 1 {
-            return Err(ApiError::unimplemented(format!(
-                "allocation {} spans {} containers; multi-container rendezvous is not supported yet",
-                allocation.allocation_id,
-                containers.len()
-            )));
+        if containers.is_empty() {
+            return Ok(Rendezvous { addresses: vec![format!("127.0.0.1:{RENDEZVOUS_PORT}")], rank: 0, slots: vec![allocation.slots] });
         }
-        let slots = match containers.first() {
-            Some(c) if c.id != resources_id => {
-                return Err(ApiError::not_found(format!("allocation {} has no resources {resources_id}", allocation.allocation_id)));
-            }
-            Some(c) => i32::try_from(c.slot_ids.len()).unwrap_or(i32::MAX),
-            None => allocation.slots,
+        let Some(own) = containers.iter().find(|c| c.id == resources_id) else {
+            return Err(ApiError::not_found(format!("allocation {} has no resources {resources_id}", allocation.allocation_id)));
         };
-        Ok(Rendezvous { addresses: vec![format!("127.0.0.1:{RENDEZVOUS_PORT}")], rank: 0, slots: vec![slots] })
+        Ok(match &own.rendezvous {
+            Some(r) => Rendezvous {
+                addresses: r.container_addrs.iter().map(|a| format!("{a}:{RENDEZVOUS_PORT}")).collect(),
+                rank: i32::try_from(r.container_rank).unwrap_or(i32::MAX),
+                slots: r.container_slot_counts.iter().map(|s| i32::try_from(*s).unwrap_or(i32::MAX)).collect(),
+            },
+            None => Rendezvous {
+                addresses: vec![format!("127.0.0.1:{RENDEZVOUS_PORT}")],
+                rank: 0,
+                slots: vec![i32::try_from(own.slot_ids.len()).unwrap_or(i32::MAX)],
+            },
+        })
     }
 
     /// All-gather among the allocation's processes. Our allocations run one container, so only a

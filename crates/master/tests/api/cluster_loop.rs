@@ -33,7 +33,7 @@ impl FakeAgent {
     /// Connects listing `running` as the tasks it still runs (for a restarted master to reattach).
     pub async fn connect_running(m: &TestMaster, id: &str, slots: u32, running: Vec<RunningTask>) -> FakeAgent {
         let ids = running.iter().map(|t| t.container_id.clone()).collect();
-        Self::open(&m.base, id, slots, ids, running, None, "default").await.expect("the master admits the agent")
+        Self::open(&m.base, id, slots, ids, running, None, "default", vec![]).await.expect("the master admits the agent")
     }
 
     /// Connects to the master at `base` presenting `authorization` on the upgrade; a refusal is
@@ -45,7 +45,12 @@ impl FakeAgent {
         tasks_reattached: Vec<String>,
         authorization: Option<&str>,
     ) -> Result<FakeAgent, (u16, String)> {
-        Self::open(base, id, slots, tasks_reattached, vec![], authorization, "default").await
+        Self::open(base, id, slots, tasks_reattached, vec![], authorization, "default", vec![]).await
+    }
+
+    /// Connects an agent that reports `addresses` as where other hosts reach it.
+    pub async fn connect_at(m: &TestMaster, id: &str, slots: u32, addresses: Vec<String>) -> FakeAgent {
+        Self::open(&m.base, id, slots, vec![], vec![], None, "default", addresses).await.expect("the master admits the agent")
     }
 
     /// [`FakeAgent::try_connect`] joining resource pool `pool`; a refusal on the open websocket
@@ -58,7 +63,7 @@ impl FakeAgent {
         authorization: Option<&str>,
         pool: &str,
     ) -> Result<FakeAgent, (u16, String)> {
-        Self::open(base, id, slots, tasks_reattached, vec![], authorization, pool).await
+        Self::open(base, id, slots, tasks_reattached, vec![], authorization, pool, vec![]).await
     }
 
     async fn open(
@@ -69,6 +74,7 @@ impl FakeAgent {
         running_tasks: Vec<RunningTask>,
         authorization: Option<&str>,
         pool: &str,
+        addresses: Vec<String>,
     ) -> Result<FakeAgent, (u16, String)> {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
         let url = format!("{}/agents?id={id}&version=0.38.1&resource_pool={pool}&hostname=localhost", base.replace("http://", "ws://"));
@@ -101,7 +107,7 @@ impl FakeAgent {
                 resource_pool: pool.into(),
                 hostname: "localhost".into(),
                 tasks_reattached,
-                addresses: vec![],
+                addresses,
                 unix_user: None,
                 running_tasks,
             }))
@@ -159,7 +165,7 @@ impl FakeAgent {
         self.state(start, TaskState::Running, None).await;
     }
 
-    async fn state(&mut self, start: &StartTask, state: TaskState, exit: Option<TaskExitInfo>) {
+    pub async fn state(&mut self, start: &StartTask, state: TaskState, exit: Option<TaskExitInfo>) {
         let change = TaskStateChanged {
             container_id: start.container_id.clone(),
             allocation_id: start.allocation_id.clone(),

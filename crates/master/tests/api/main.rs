@@ -14,6 +14,7 @@ mod experiment_actions;
 mod experiment_bulk;
 mod experiment_lists;
 mod experiments;
+mod gang;
 mod generic_tasks;
 mod harness;
 mod info;
@@ -124,6 +125,7 @@ harness::api_test!(owned job_queue::a_changed_priority_survives_a_master_restart
 harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
 harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
 harness::api_test!(cluster_loop::kill_stops_the_process);
+harness::api_test!(gang::a_trial_larger_than_any_agent_runs_as_one_gang);
 harness::api_test!(warm_starts::trials_start_from_the_source_checkpoint);
 harness::api_test!(experiment_bulk::bulk_actions_by_ids_and_by_filter);
 harness::api_test!(experiment_bulk::continue_refuses_what_it_cannot_continue);

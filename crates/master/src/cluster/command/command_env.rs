@@ -78,6 +78,7 @@ pub fn command_start_task(l: &CommandLaunch<'_>) -> StartTask {
         // Set by the loop for every kind (`cluster/task_user.rs`).
         run_as: None,
         task_dirs: Vec::new(),
+        rendezvous: None,
     }
 }
 

@@ -54,6 +54,8 @@ impl AgentResourceManager {
                     agent_id: agent_id.to_owned(),
                     slot_ids: task.slot_ids.clone(),
                     running: true,
+                    // Not re-derived: the harness read its rendezvous when it started.
+                    rendezvous: None,
                 },
             );
             tracing::info!(agent = %agent_id, container = %task.container_id, allocation = %task.allocation_id, "reattached a running process");

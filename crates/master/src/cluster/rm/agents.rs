@@ -77,6 +77,7 @@ struct ContainerRun {
     agent_id: String,
     slot_ids: Vec<u32>,
     running: bool,
+    rendezvous: Option<resolute_api::agent_protocol::TaskRendezvous>,
 }
 
 pub struct AgentResourceManager {
@@ -388,11 +389,16 @@ impl ResourceManager for AgentResourceManager {
     fn start(&mut self, allocation_id: &str, tasks: Vec<(Placement, StartTask)>) -> Result<(), RmError> {
         // Every message is checked before any is sent, so a start is all or nothing.
         let mut prepared = Vec::with_capacity(tasks.len());
-        for (placement, mut task) in tasks {
+        let hosts: Vec<String> = tasks
+            .iter()
+            .map(|(p, _)| self.agents.get(&p.node).and_then(|a| a.addresses.first().cloned()).unwrap_or_else(|| "127.0.0.1".to_owned()))
+            .collect();
+        let placements: Vec<Placement> = tasks.iter().map(|(p, _)| p.clone()).collect();
+        let rendezvous = super::gang::rendezvous(&placements, &hosts);
+        for (((placement, mut task), host), rendezvous) in tasks.into_iter().zip(hosts).zip(rendezvous) {
             // Services bind where the master's proxy reaches this agent.
-            let host =
-                self.agents.get(&placement.node).and_then(|a| a.addresses.first().cloned()).unwrap_or_else(|| "127.0.0.1".to_owned());
             task.env.insert(SERVICE_HOST_ENV.to_owned(), host);
+            task.rendezvous = Some(rendezvous);
             let chunks = stream_archive(&mut task);
             check_message_size(&task)?;
             prepared.push((placement, task, chunks));
@@ -400,6 +406,7 @@ impl ResourceManager for AgentResourceManager {
         for (placement, task, chunks) in prepared {
             let container_id = task.container_id.clone();
             let task_id = task.task_id.clone();
+            let rendezvous = task.rendezvous.clone();
             if !self.send(&placement.node, MasterToAgent::StartTask(Box::new(task))) {
                 return Err(RmError::Unavailable(format!("agent {} is not connected", placement.node)));
             }
@@ -414,6 +421,7 @@ impl ResourceManager for AgentResourceManager {
                     agent_id: placement.node,
                     slot_ids: placement.slot_ids,
                     running: false,
+                    rendezvous,
                 },
             );
         }
@@ -518,6 +526,7 @@ impl ResourceManager for AgentResourceManager {
                 state: state.as_str().to_owned(),
                 agent_id: c.agent_id.clone(),
                 slot_ids: c.slot_ids.clone(),
+                rendezvous: c.rendezvous.clone(),
             };
             for slot in &c.slot_ids {
                 if let Some(s) = agent.slots.get_mut(slot) {
@@ -583,6 +592,7 @@ mod tests {
             harness_info: Default::default(),
             run_as: None,
             task_dirs: vec![],
+            rendezvous: None,
         }
     }
 

@@ -8,6 +8,7 @@
 //! assume agents. Its own inputs (agent connections, its timers) arrive as [`RmInput`].
 
 mod agents;
+pub(super) mod gang;
 pub mod node_control;
 pub(super) mod pools;
 mod job_queue;

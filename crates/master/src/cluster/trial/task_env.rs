@@ -110,6 +110,7 @@ pub fn trial_start_task(l: &TrialLaunch<'_>) -> Result<StartTask, TaskEnvError> 
         // Set by the loop for every kind (`cluster/task_user.rs`).
         run_as: None,
         task_dirs: storage_dirs(l),
+        rendezvous: None,
     })
 }
 
