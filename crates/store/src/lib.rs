@@ -76,6 +76,7 @@ pub use model_workspaces::{
     WorkspaceSort,
 };
 pub use sql::UnmanagedStart;
+pub use sql::BestTrialValue;
 pub use sql::{PostgresOptions, SqlStore};
 pub use webhook_store::WebhookStore;
 
@@ -190,6 +191,10 @@ pub trait Store: WebhookStore + ClusterStore + Send + Sync + 'static {
     async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage>;
     /// The experiment's trial ids, ascending (an experiment's describe: no trial row read whole).
     async fn experiment_trial_ids(&self, experiment_id: i32) -> StoreResult<Vec<i32>>;
+    /// Each listed experiment's best searcher-metric validation (`trials.best_validation`) and its
+    /// trial, given `(experiment id, smaller_is_better)`; experiments without one are left out
+    /// (`sql/best_validations.rs`). One query for a page of experiments.
+    async fn best_validations(&self, experiments: &[(i32, bool)]) -> StoreResult<Vec<BestTrialValue>>;
 
     // ---- runs (the runs API's view of trials) ----
 

@@ -5,6 +5,8 @@
 //! schema differs per dialect (`migrations/sqlite`, `migrations/postgres`).
 
 mod allocation_usage;
+mod best_validations;
+pub use best_validations::BestTrialValue;
 pub(crate) mod args;
 mod checkpoint_edits;
 mod checkpoint_metric;
