@@ -75,8 +75,8 @@ pub use model_workspaces::{
     WORKSPACE_STATE_DELETE_FAILED, WORKSPACE_STATE_DELETING, WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord,
     WorkspaceSort,
 };
-pub use sql::UnmanagedStart;
 pub use sql::BestTrialValue;
+pub use sql::UnmanagedStart;
 pub use sql::{PostgresOptions, SqlStore};
 pub use webhook_store::WebhookStore;
 

@@ -3,7 +3,7 @@
 // or a TensorBoard for experiment ids (POST /api/v1/tensorboards; the experiments table's
 // "TensorBoard" bulk action lands here too); kill; open a notebook or TensorBoard through the
 // master's /proxy/{id}/ once its allocation is ready (GET /api/v1/tasks/{id} → isReady). Polls
-// while any task is not yet terminated.
+// while shown.
 
 import { useState } from "preact/hooks";
 import { ApiError, clusterApi, type CommandTask, type TaskKind } from "../api";
@@ -42,11 +42,9 @@ async function loadTasks(signal: AbortSignal): Promise<Row[]> {
 
 export function Tasks({ loc }: { loc: Location }) {
   const [refresh, setRefresh] = useState(0);
-  const tasks = useResource(loadTasks, [], {
-    intervalMs: 2000,
-    live: (rows) => rows.some((r) => r.state !== "STATE_TERMINATED" && (!r.ready || r.state !== "STATE_RUNNING")),
-    refreshKey: refresh,
-  });
+  // Always polled (conditional GETs: an unchanged list costs a 304): tasks start, become ready
+  // and end on their own, and a kill lands a moment after its request.
+  const tasks = useResource(loadTasks, [], { intervalMs: 2500, live: () => true, refreshKey: refresh });
   const [busy, setBusy] = useState(false);
   const [actionError, setActionError] = useState<ApiError | null>(null);
   const [expIds, setExpIds] = useState(loc.query.get("experiments") ?? "");

@@ -10,13 +10,13 @@
 //! theirs. Clients that never send `If-None-Match` (upstream's CLI and SDK) see the same status
 //! and body as before, plus one header.
 
+use axum::body::HttpBody as _;
 use axum::body::{Body, to_bytes};
 use axum::extract::Request;
 use axum::http::header::{CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::body::HttpBody as _;
 use sha2::{Digest, Sha256};
 
 /// Larger bodies are sent as they are (hashing them would cost more than the download saves).

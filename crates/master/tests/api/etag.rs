@@ -29,7 +29,8 @@ async fn get(m: &TestMaster, path: &str, token: &str, if_none_match: Option<&str
 pub async fn unchanged_reads_answer_304_and_changes_a_new_etag(m: &TestMaster) {
     let admin = m.login("admin", "").await;
     let id = create(m, &admin, &minimal_yaml("etag"), false).await;
-    for path in [format!("/api/v1/experiments/{id}"), format!("/api/v1/experiments/{id}/trials"), "/api/v1/experiments?limit=10".to_owned()] {
+    for path in [format!("/api/v1/experiments/{id}"), format!("/api/v1/experiments/{id}/trials"), "/api/v1/experiments?limit=10".to_owned()]
+    {
         let first = get(m, &path, &admin, None).await;
         assert_eq!(first.status, 200, "{path}: {}", first.body);
         assert!(first.etag.starts_with('"') && first.etag.len() == 34, "{path}: etag {:?}", first.etag);
