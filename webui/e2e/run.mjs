@@ -305,6 +305,7 @@ try {
   log(step);
 
   step = "the TensorBoard bulk action opens the tasks page for the selected experiments";
+  await page.goto(`${base}/experiments`);
   await bulkRow(expId).locator("[data-testid=select-row]").check();
   await page.click("[data-testid=bulk-tensorboard]");
   await page.waitForURL((u) => u.pathname === "/tasks" && u.searchParams.get("experiments") === String(expId));
@@ -315,7 +316,7 @@ try {
   await page.goto(`${base}/docs/rest-api/`);
   await page.waitForFunction(() => document.querySelectorAll(".opblock").length > 50, null, { timeout: 30000 });
   await page.locator(".opblock-summary-path", { hasText: "/api/v1/experiments" }).first().waitFor();
-  await shot("15-api-docs");
+  await page.screenshot({ path: join(shots, "15-api-docs.png") });
   log(step);
 
   step = "a non-admin sees a 403 message on the admin page";
