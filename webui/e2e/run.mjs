@@ -314,8 +314,11 @@ try {
 
   step = "Swagger UI at /docs/rest-api/ lists the API's operations";
   await page.goto(`${base}/docs/rest-api/`);
-  await page.waitForFunction(() => document.querySelectorAll(".opblock").length > 50, null, { timeout: 30000 });
-  await page.locator(".opblock-summary-path", { hasText: "/api/v1/experiments" }).first().waitFor();
+  // Every tag of the document, collapsed; opening one lists its operations.
+  await page.waitForFunction(() => document.querySelectorAll(".opblock-tag").length >= 10, null, { timeout: 30000 });
+  await page.locator(".opblock-tag", { hasText: /^Experiments/ }).first().click();
+  await page.waitForFunction(() => document.querySelectorAll(".opblock").length >= 10, null, { timeout: 30000 });
+  await page.locator(".opblock-summary-path", { hasText: "/api/v1/experiments/{id}/kill" }).first().waitFor();
   await page.screenshot({ path: join(shots, "15-api-docs.png") });
   log(step);
 

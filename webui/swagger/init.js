@@ -11,7 +11,7 @@
     url: "/api/v1/openapi.json",
     dom_id: "#swagger-ui",
     deepLinking: true,
-    docExpansion: "list",
+    docExpansion: "none",
     defaultModelsExpandDepth: -1,
     onComplete: function () {
       document.body.setAttribute("data-swagger-ready", "1");
