@@ -4,7 +4,10 @@ without a reload, its learning curves drawn with one point per report (5 validat
 reports), a trial's hyperparameters and logs, the experiments list's filters (name, state, user,
 label) and sort, the not-found, 403 and network-error views, upstream's /det/ links, activating a
 paused experiment, following its trial's logs and chart live and killing it from its page, session
-expiry and sign-out. Screenshots of each
+expiry and sign-out; the cluster page (agent, slots), JupyterLab launched from the tasks page and
+opened through /proxy/ then killed, bulk actions (a per-row failure, a bulk kill of two), the
+Swagger UI at /docs/rest-api/, If-None-Match answered 304 while polling, and the admin page (403
+for others; a user created there signs in; deactivated, refused). Screenshots of each
 page go to .ci-work/webui-screenshots/<backend>/.
 
 Needs `scripts/webui.sh` (node_modules and the built UI embedded in the det binary) and Chromium;
@@ -77,6 +80,8 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
         IRIS / "const.yaml", tmp_path / "long.yaml", tmp_path / "checkpoints", searcher=long_run
     )
     kill_id = create(mine, long_config, IRIS, "--paused")
+    # Two more paused ones, killed together by the experiments table's bulk action.
+    bulk_ids = [create(mine, long_config, IRIS, "--paused") for _ in range(2)]
     # One point per report: Iris const trains 5000 batches, reports training metrics every
     # scheduling_unit (100) batches and validates every 1000.
     points = {"validation.val_categorical_accuracy": 5000 // 1000, "training.loss": 5000 // 100}
@@ -94,6 +99,9 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
         RESOLUTE_UI_POINTS=json.dumps(points),
         RESOLUTE_UI_LOG_TEXT="New trial runner",
         RESOLUTE_UI_SCREENSHOTS=str(shots),
+        RESOLUTE_UI_BULK_EXPERIMENTS=",".join(map(str, bulk_ids)),
+        RESOLUTE_UI_ADMIN_USER="admin",
+        RESOLUTE_UI_ADMIN_PASS="",
         CHROMIUM=CHROMIUM,
     )
     proc = subprocess.run(

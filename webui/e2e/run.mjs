@@ -12,6 +12,9 @@
 //   RESOLUTE_UI_POINTS       JSON {metricId: points per trial} the learning curve must draw
 //   RESOLUTE_UI_LOG_TEXT     a line the trial's logs contain
 //   RESOLUTE_UI_SCREENSHOTS  folder for one PNG per page (test artefacts)
+//   RESOLUTE_UI_BULK_EXPERIMENTS  two paused experiments of that user, killed together from the
+//                            experiments table (after a bulk pause that fails on the completed one)
+//   RESOLUTE_UI_ADMIN_USER/_PASS  an admin: creates a user on /admin/users who then signs in
 //   CHROMIUM                 the browser binary (default /usr/bin/chromium)
 //
 // Exits non-zero with the failed step's message; prints one line per step.
@@ -36,6 +39,9 @@ const points = JSON.parse(env("RESOLUTE_UI_POINTS"));
 const logText = env("RESOLUTE_UI_LOG_TEXT");
 const shots = env("RESOLUTE_UI_SCREENSHOTS");
 const completeTimeout = Number(process.env.RESOLUTE_UI_COMPLETE_TIMEOUT_MS ?? 240000);
+const bulkIds = env("RESOLUTE_UI_BULK_EXPERIMENTS").split(",").map(Number);
+const adminUser = env("RESOLUTE_UI_ADMIN_USER");
+const adminPass = env("RESOLUTE_UI_ADMIN_PASS", "");
 mkdirSync(shots, { recursive: true });
 
 const browser = await chromium.launch({ executablePath: env("CHROMIUM", "/usr/bin/chromium"), headless: true });
@@ -233,6 +239,95 @@ try {
   await shot("09-killed");
   log(step);
 
+  // ---- tasks, cluster, bulk actions, API docs (webpages) -------------------------------------
+  step = "polling an unchanged page is answered 304 Not Modified (If-None-Match)";
+  await page.goto(`${base}/clusters`);
+  await page.waitForFunction(() => (window.__resoluteNotModified ?? 0) > 0, null, { timeout: 20000 });
+  log(step);
+
+  step = "the cluster page shows the agent and its slots";
+  await page.locator("[data-testid=agent]").first().waitFor();
+  assert((await page.locator("[data-testid=agent] [data-testid=slots-table] tbody tr[data-slot-id]").count()) >= 1, "the agent shows no slots");
+  await page.locator("[data-testid=agent-status]").getByText("Enabled").first().waitFor();
+  await page.locator("[data-testid=cluster-usage]").getByText("Slots in use").waitFor();
+  await noPlaceholders();
+  await shot("10-cluster");
+  log(step);
+
+  step = "JupyterLab is launched from the tasks page and opens through the proxy";
+  await page.click("a.nav-link:has-text('Tasks')");
+  await page.waitForURL((u) => u.pathname === "/tasks");
+  await page.locator("[data-testid=tasks-table]").waitFor();
+  const before_nb = await page.locator("[data-testid=tasks-table] tr[data-task-kind=notebook]").count();
+  await page.click("[data-testid=launch-notebook]");
+  await page.waitForFunction((n) => document.querySelectorAll("[data-testid=tasks-table] tr[data-task-kind=notebook]").length > n, before_nb, { timeout: 20000 });
+  const nbRow = page.locator("[data-testid=tasks-table] tr[data-task-kind=notebook]").first();
+  const nbId = await nbRow.getAttribute("data-task-id");
+  await page.locator(`tr[data-task-id="${nbId}"][data-ready="1"] [data-testid=open-task]`).waitFor({ timeout: 180000 });
+  await noPlaceholders();
+  await shot("11-tasks");
+  const href = await page.locator(`tr[data-task-id="${nbId}"] [data-testid=open-task]`).getAttribute("href");
+  assert(href === `/proxy/${nbId}/`, `the notebook opens at ${href}`);
+  const [lab] = await Promise.all([context.waitForEvent("page"), page.click(`tr[data-task-id="${nbId}"] [data-testid=open-task]`)]);
+  await lab.waitForLoadState();
+  // JupyterLab's own shell, drawn by its scripts (all fetched through the proxy).
+  await lab.locator(".jp-LabShell").first().waitFor({ timeout: 90000 });
+  await lab.locator(".jp-Launcher, .jp-DirListing").first().waitFor({ timeout: 60000 });
+  await lab.screenshot({ path: join(shots, "12-jupyterlab.png") });
+  await lab.close();
+  log(step);
+
+  step = "the notebook is killed from the tasks page";
+  page.once("dialog", (d) => d.accept());
+  await page.click(`tr[data-task-id="${nbId}"] [data-testid=kill-task]`);
+  await page.locator(`tr[data-task-id="${nbId}"]`).waitFor({ state: "detached", timeout: 60000 });
+  const gone = await page.evaluate(async (id) => (await fetch(`/proxy/${id}/api/status`)).status, nbId);
+  assert(gone === 404, `the killed notebook's proxy answered ${gone}`);
+  log(step);
+
+  step = "a bulk action shows each experiment that failed; a bulk kill ends two experiments";
+  await page.goto(`${base}/experiments`);
+  const bulkRow = (id) => page.locator(`[data-testid=experiments-table] tr[data-experiment-id="${id}"]`);
+  for (const id of [...bulkIds, expId]) await bulkRow(id).locator("[data-testid=select-row]").check();
+  await page.locator("[data-testid=selected-count]").getByText("3 selected").waitFor();
+  await page.locator("[data-testid=bulk-bar] button", { hasText: "Pause" }).click();
+  await page.locator("[data-testid=bulk-result]").getByText("2 succeeded, 1 failed").waitFor();
+  await bulkRow(expId).locator("[data-testid=row-error]").waitFor();
+  await shot("13-bulk-failure");
+  await page.goto(`${base}/experiments`);
+  for (const id of bulkIds) await bulkRow(id).locator("[data-testid=select-row]").check();
+  page.once("dialog", (d) => d.accept());
+  await page.click("[data-testid=bulk-kill]");
+  await page.locator("[data-testid=bulk-result]").getByText("2 succeeded.").waitFor();
+  for (const id of bulkIds) await bulkRow(id).locator('[data-state="STATE_CANCELED"]').waitFor({ timeout: 30000 });
+  await noPlaceholders();
+  await shot("14-bulk-kill");
+  log(step);
+
+  step = "the TensorBoard bulk action opens the tasks page for the selected experiments";
+  await page.goto(`${base}/experiments`);
+  await bulkRow(expId).locator("[data-testid=select-row]").check();
+  await page.click("[data-testid=bulk-tensorboard]");
+  await page.waitForURL((u) => u.pathname === "/tasks" && u.searchParams.get("experiments") === String(expId));
+  assert((await page.inputValue("[data-testid=tensorboard-experiments]")) === String(expId), "the experiment ids are not filled in");
+  log(step);
+
+  step = "Swagger UI at /docs/rest-api/ lists the API's operations";
+  await page.goto(`${base}/docs/rest-api/`);
+  // Every tag of the document, collapsed; opening one lists its operations.
+  await page.waitForFunction(() => document.querySelectorAll(".opblock-tag").length >= 10, null, { timeout: 30000 });
+  await page.locator(".opblock-tag", { hasText: /^Experiments/ }).first().click();
+  await page.waitForFunction(() => document.querySelectorAll(".opblock").length >= 10, null, { timeout: 30000 });
+  await page.locator(".opblock-summary-path", { hasText: "/api/v1/experiments/{id}/kill" }).first().waitFor();
+  await page.screenshot({ path: join(shots, "15-api-docs.png") });
+  log(step);
+
+  step = "a non-admin sees a 403 message on the admin page";
+  await page.goto(`${base}/admin/users`);
+  await page.locator("[data-testid=forbidden]").getByText("Only administrators manage users.").waitFor();
+  assert((await page.locator("a.nav-link:has-text('Admin')").count()) === 0, "a non-admin is offered the Admin page");
+  log(step);
+
   step = "a network error shows a retry banner, and the page recovers";
   await page.route("**/api/v1/experiments?**", (r) => r.abort("connectionrefused"));
   await page.goto(`${base}/experiments`);
@@ -280,6 +375,45 @@ try {
   await page.waitForURL((u) => u.pathname === "/login");
   const after = await page.evaluate(async () => (await fetch("/api/v1/me")).status);
   assert(after === 401, `GET /api/v1/me after sign-out answered ${after}, expected 401`);
+  log(step);
+
+  step = "an admin creates a user on the admin page, who then signs in";
+  await page.fill("input[name=username]", adminUser);
+  await page.fill("input[name=password]", adminPass);
+  await page.click("button[type=submit]");
+  await page.waitForURL((u) => u.pathname === "/dashboard");
+  await page.click("a.nav-link:has-text('Admin')");
+  await page.waitForURL((u) => u.pathname === "/admin/users");
+  const newUser = `ui-user-${Date.now() % 100000}`;
+  await page.fill("input[name=new-username]", newUser);
+  await page.fill("input[name=new-password]", "Ui-User-Pass-1");
+  await page.click("[data-testid=create-user] button[type=submit]");
+  await page.locator(`[data-testid=users-table] tr[data-username="${newUser}"]`).waitFor();
+  await page.locator("[data-testid=admin-notice]").getByText(`Created user ${newUser}.`).waitFor();
+  await noPlaceholders();
+  await shot("16-admin-users");
+  await page.click("text=Sign out");
+  await page.waitForURL((u) => u.pathname === "/login");
+  await page.fill("input[name=username]", newUser);
+  await page.fill("input[name=password]", "Ui-User-Pass-1");
+  await page.click("button[type=submit]");
+  await page.waitForURL((u) => u.pathname === "/dashboard");
+  await page.locator("[data-testid=current-user]").getByText(newUser).waitFor();
+  log(step);
+
+  step = "a deactivated user can no longer sign in";
+  await page.click("text=Sign out");
+  await page.waitForURL((u) => u.pathname === "/login");
+  await page.fill("input[name=username]", adminUser);
+  await page.fill("input[name=password]", adminPass);
+  await page.click("button[type=submit]");
+  await page.waitForURL((u) => u.pathname === "/dashboard");
+  await page.goto(`${base}/admin/users`);
+  const userRow = page.locator(`[data-testid=users-table] tr[data-username="${newUser}"]`);
+  await userRow.locator("[data-testid=toggle-active]").click();
+  await userRow.locator("[data-testid=user-status]").getByText("Deactivated").waitFor();
+  const refused = await page.evaluate(async (u) => (await fetch("/api/v1/auth/login", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ username: u, password: "Ui-User-Pass-1" }) })).status, newUser);
+  assert(refused === 403, `a deactivated user's login answered ${refused}, expected 403`);
   log(step);
 
   const relevant = consoleErrors.filter((e) => !/Failed to load resource|net::ERR_FAILED|ERR_CONNECTION_REFUSED/.test(e));

@@ -1,15 +1,19 @@
 // The shell: session check, routes, navigation. Routes (upstream-like paths; /det/… too, see
 // router.tsx): /login, /logout, /dashboard, /experiments, /projects/:id/experiments,
-// /experiments/:id[/tab], /experiments/:e/trials/:t[/tab]; anything else is the not-found page.
+// /experiments/:id[/tab], /experiments/:e/trials/:t[/tab], /tasks, /clusters, /admin/users;
+// anything else is the not-found page. /docs/rest-api/ (Swagger UI) is its own page, not the app's.
 
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, onUnauthenticated } from "./api";
+import { api, ApiError, forgetConditional, onUnauthenticated } from "./api";
 import { ErrorBanner, NotFound, Spinner } from "./components/ui";
 import { Dashboard } from "./pages/Dashboard";
 import { Experiment } from "./pages/Experiment";
 import { Experiments } from "./pages/Experiments";
 import { Login } from "./pages/Login";
 import { Trial } from "./pages/Trial";
+import { AdminUsers } from "./pages/Admin";
+import { Cluster } from "./pages/Cluster";
+import { Tasks } from "./pages/Tasks";
 import { Link, match, navigate, useLocation } from "./router";
 import { currentUser, setUser, useUser } from "./session";
 
@@ -68,6 +72,10 @@ export function App() {
         <div class="brand"><span class="logo">R</span>Resolute</div>
         <NavLink href="/dashboard" path={loc.path}>Dashboard</NavLink>
         <NavLink href="/experiments" path={loc.path}>Experiments</NavLink>
+        <NavLink href="/tasks" path={loc.path}>Tasks</NavLink>
+        <NavLink href="/clusters" path={loc.path}>Cluster</NavLink>
+        {user.admin && <NavLink href="/admin/users" path={loc.path}>Admin</NavLink>}
+        <a href="/docs/rest-api/" class="nav-link">API docs</a>
         <div class="nav-spacer" />
         <div class="nav-user" data-testid="current-user">
           <div class="avatar">{(user.displayName || user.username).charAt(0).toUpperCase()}</div>
@@ -90,6 +98,9 @@ function page(loc: ReturnType<typeof useLocation>) {
   }
   if (p === "/dashboard") return <Dashboard />;
   if (p === "/experiments") return <Experiments loc={loc} />;
+  if (p === "/tasks") return <Tasks loc={loc} />;
+  if (p === "/clusters" || p === "/cluster") return <Cluster />;
+  if (p === "/admin" || p === "/admin/users") return <AdminUsers />;
   let m = match("/projects/:id/experiments", p);
   if (m) return <Experiments loc={loc} projectId={Number(m.id)} />;
   m = match("/experiments/:e/trials/:t/*", p);
@@ -115,6 +126,7 @@ function Logout() {
     api
       .logout()
       .then(() => {
+        forgetConditional();
         setUser(null);
         navigate("/login", true);
       })

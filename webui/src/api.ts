@@ -58,13 +58,16 @@ async function errorFrom(res: Response): Promise<ApiError> {
   return new ApiError(kind, message, res.status);
 }
 
-export async function request(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+export async function request(method: string, path: string, body?: unknown, signal?: AbortSignal, ifNoneMatch?: string): Promise<Response> {
   let res: Response;
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (ifNoneMatch) headers["If-None-Match"] = ifNoneMatch;
   try {
     res = await fetch(path, {
       method,
       credentials: "same-origin",
-      headers: body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       signal,
     });
@@ -72,7 +75,7 @@ export async function request(method: string, path: string, body?: unknown, sign
     if (e instanceof DOMException && e.name === "AbortError") throw e;
     throw new ApiError("network", "The master cannot be reached.");
   }
-  if (!res.ok) {
+  if (!res.ok && !(res.status === 304 && ifNoneMatch)) {
     const err = await errorFrom(res);
     if (err.kind === "unauthenticated" && !path.startsWith("/api/v1/auth/login")) {
       unauthenticatedListeners.forEach((f) => f());
@@ -82,9 +85,39 @@ export async function request(method: string, path: string, body?: unknown, sign
   return res;
 }
 
+/**
+ * Conditional reads (`If-None-Match`, ARCHITECTURE.md "Web UI"): the master tags each JSON read
+ * with an `ETag`; the last body of each GET URL is kept here with its tag, the next GET of that URL
+ * sends the tag, and a `304 Not Modified` returns the kept body — the same object, so a polling
+ * page whose data did not change re-renders nothing. Bounded: the oldest URLs are dropped first.
+ */
+const conditional = new Map<string, { etag: string; body: unknown }>();
+const CONDITIONAL_MAX = 200;
+/** How many GETs the master answered 304 (read by the end-to-end test). */
+export const conditionalStats = { notModified: 0 };
+
 async function json<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-  const res = await request(method, path, body, signal);
-  return (await res.json()) as T;
+  if (method !== "GET") return (await (await request(method, path, body, signal)).json()) as T;
+  const kept = conditional.get(path);
+  const res = await request(method, path, undefined, signal, kept?.etag);
+  if (res.status === 304 && kept) {
+    conditionalStats.notModified++;
+    (window as unknown as { __resoluteNotModified?: number }).__resoluteNotModified = conditionalStats.notModified;
+    return kept.body as T;
+  }
+  const parsed = (await res.json()) as T;
+  const etag = res.headers.get("ETag");
+  conditional.delete(path);
+  if (etag) {
+    conditional.set(path, { etag, body: parsed });
+    if (conditional.size > CONDITIONAL_MAX) conditional.delete(conditional.keys().next().value as string);
+  }
+  return parsed;
+}
+
+/** Forgets kept bodies (after a write whose effect the next read must show, and on sign-out). */
+export function forgetConditional(): void {
+  conditional.clear();
 }
 
 // ---- wire types (the fields the UI reads; camelCase as the master sends them) ----------------
@@ -218,3 +251,98 @@ export async function streamTrialLogs(
     if (lines.length) onLines(lines);
   }
 }
+
+// ---- tasks, cluster, users, bulk actions (the tasks, cluster and admin pages; the experiments
+// table's bulk actions) ----------------------------------------------------------------------------
+
+export type TaskState =
+  | "STATE_UNSPECIFIED" | "STATE_PULLING" | "STATE_STARTING" | "STATE_RUNNING" | "STATE_TERMINATED"
+  | "STATE_TERMINATING" | "STATE_QUEUED" | "STATE_WAITING";
+
+export type TaskKind = "notebook" | "tensorboard" | "shell" | "command";
+
+/** A notebook, TensorBoard, shell or command (upstream's `v1Notebook` … with the fields shown). */
+export interface CommandTask {
+  id: string; description: string; state: TaskState; startTime: string; username: string;
+  displayName?: string; userId?: number; resourcePool?: string; exitStatus?: string; jobId?: string;
+  container?: { id: string; state?: string; parent?: string } | null;
+  serviceAddress?: string; experimentIds?: number[]; trialIds?: number[];
+}
+
+export interface AllocationSummary {
+  taskId: string; allocationId: string; name: string; registeredTime: string; resourcePool: string;
+  slotsNeeded: number; schedulerType: string;
+  resources?: { resourcesId?: string; allocationId?: string; containerId?: string; agentDevices?: Record<string, { devices?: { id?: number }[] }> }[];
+}
+
+export interface TaskDetail {
+  taskId: string; taskType: string; startTime: string; endTime?: string;
+  allocations: { allocationId: string; state: TaskState; isReady?: boolean; slots: number }[];
+}
+
+export interface AgentDetail extends Agent {
+  registeredTime?: string; addresses?: string[]; version?: string;
+  slots?: Record<string, { id?: string; enabled?: boolean; draining?: boolean; container?: { id: string; state?: string } | null; device?: { type?: string; brand?: string } }>;
+}
+
+/** `v1ResourcePool`, the fields the cluster page shows (upstream's shape). */
+export interface ResourcePool {
+  name: string; description?: string; type?: string; numAgents?: number; slotsAvailable?: number; slotsUsed?: number;
+  slotType?: string; defaultComputePool?: boolean; defaultAuxPool?: boolean;
+  schedulerType?: string; schedulerFittingPolicy?: string;
+}
+
+/** `v1RBACJob` / `v1Job`: one entry of the job queue. */
+export interface Job {
+  summary?: { state?: string; jobsAhead?: number }; type: string; submissionTime?: string; username?: string;
+  userId?: number; resourcePool: string; isPreemptible?: boolean; priority?: number; weight?: number;
+  entityId: string; jobId: string; requestedSlots?: number; allocatedSlots?: number; name?: string; progress?: number;
+  full?: { summary?: { state?: string; jobsAhead?: number }; type: string; resourcePool: string; entityId: string; jobId: string; name?: string; username?: string; requestedSlots?: number; allocatedSlots?: number; priority?: number; submissionTime?: string };
+}
+
+/** An endpoint this master may not have yet: `null` on 404 (the page says "not available"). */
+async function optional<T>(p: Promise<T>): Promise<T | null> {
+  try {
+    return await p;
+  } catch (e) {
+    if (e instanceof ApiError && (e.kind === "not-found" || e.status === 501)) return null;
+    throw e;
+  }
+}
+
+export type BulkAction = "pause" | "activate" | "cancel" | "kill" | "archive" | "unarchive";
+
+/** One experiment's result in a bulk action (`v1ExperimentActionResult`). */
+export interface ActionResult { id: number; error: string }
+
+const TASK_PATH: Record<TaskKind, string> = { notebook: "notebooks", tensorboard: "tensorboards", shell: "shells", command: "commands" };
+
+export const clusterApi = {
+  tasksOf: (kind: TaskKind, signal?: AbortSignal) =>
+    json<Record<string, CommandTask[]>>("GET", `/api/v1/${TASK_PATH[kind]}`, undefined, signal).then((r) => r[TASK_PATH[kind]] ?? []),
+  task: (id: string, signal?: AbortSignal) => json<{ task: TaskDetail }>("GET", `/api/v1/tasks/${encodeURIComponent(id)}`, undefined, signal).then((r) => r.task),
+  allocations: (signal?: AbortSignal) =>
+    json<{ allocationIdToSummary: Record<string, AllocationSummary> }>("GET", "/api/v1/tasks", undefined, signal).then((r) => r.allocationIdToSummary ?? {}),
+  launchNotebook: (description?: string) =>
+    json<{ notebook: CommandTask }>("POST", "/api/v1/notebooks", { config: description ? { description } : {} }).then((r) => r.notebook),
+  launchTensorboard: (experimentIds: number[]) =>
+    json<{ tensorboard: CommandTask }>("POST", "/api/v1/tensorboards", { experimentIds }).then((r) => r.tensorboard),
+  killTask: (kind: TaskKind, id: string) => json<unknown>("POST", `/api/v1/${TASK_PATH[kind]}/${encodeURIComponent(id)}/kill`, {}),
+  agents: (signal?: AbortSignal) => json<{ agents: AgentDetail[] }>("GET", "/api/v1/agents", undefined, signal).then((r) => r.agents ?? []),
+  resourcePools: (signal?: AbortSignal) =>
+    optional(json<{ resourcePools: ResourcePool[] }>("GET", "/api/v1/resource-pools", undefined, signal).then((r) => r.resourcePools ?? [])),
+  jobQueue: (signal?: AbortSignal) =>
+    optional(json<{ jobs: Job[] }>("GET", "/api/v1/job-queues" + queryString({ limit: 100 }), undefined, signal).then((r) => r.jobs ?? [])),
+  users: (signal?: AbortSignal) =>
+    json<{ users: User[] }>("GET", "/api/v1/users" + queryString({ limit: 1000, sortBy: "SORT_BY_USER_NAME" }), undefined, signal).then((r) => r.users ?? []),
+  createUser: (username: string, password: string, admin: boolean) =>
+    json<{ user: User }>("POST", "/api/v1/users", { user: { username, admin, active: true }, password, isHashed: false }).then((r) => r.user),
+  patchUser: (id: number, patch: { active?: boolean; admin?: boolean; displayName?: string }) =>
+    json<{ user: User }>("PATCH", `/api/v1/users/${id}`, patch).then((r) => r.user),
+  setPassword: (id: number, password: string) => json<unknown>("POST", `/api/v1/users/${id}/password`, password),
+  /** A bulk lifecycle action over `ids` of one project (`POST /api/v1/projects/{id}/experiments/{action}`). */
+  bulk: (projectId: number, action: BulkAction, ids: number[]) =>
+    json<{ results: ActionResult[] }>("POST", `/api/v1/projects/${projectId}/experiments/${action}`, { experimentIds: ids, projectId }).then((r) => r.results ?? []),
+  addLabel: (id: number, label: string) => json<unknown>("PUT", `/api/v1/experiments/${id}/labels/${encodeURIComponent(label)}`, {}),
+  removeLabel: (id: number, label: string) => json<unknown>("DELETE", `/api/v1/experiments/${id}/labels/${encodeURIComponent(label)}`),
+};

@@ -77,6 +77,7 @@ pub use model_workspaces::{
     WORKSPACE_STATE_DELETE_FAILED, WORKSPACE_STATE_DELETING, WORKSPACE_STATE_UNSPECIFIED, WorkspaceFilter, WorkspacePatch, WorkspaceRecord,
     WorkspaceSort,
 };
+pub use sql::BestTrialValue;
 pub use sql::UnmanagedStart;
 pub use sql::{PostgresOptions, SqlStore};
 pub use webhook_store::WebhookStore;
@@ -192,6 +193,10 @@ pub trait Store: WebhookStore + ClusterStore + AgentControlStore + Send + Sync +
     async fn list_trials(&self, filter: &TrialFilter) -> StoreResult<TrialPage>;
     /// The experiment's trial ids, ascending (an experiment's describe: no trial row read whole).
     async fn experiment_trial_ids(&self, experiment_id: i32) -> StoreResult<Vec<i32>>;
+    /// Each listed experiment's best searcher-metric validation (`trials.best_validation`) and its
+    /// trial, given `(experiment id, smaller_is_better)`; experiments without one are left out
+    /// (`sql/best_validations.rs`). One query for a page of experiments.
+    async fn best_validations(&self, experiments: &[(i32, bool)]) -> StoreResult<Vec<BestTrialValue>>;
 
     // ---- runs (the runs API's view of trials) ----
 

@@ -25,12 +25,25 @@ export function ExperimentTable(props: {
   orderBy?: string;
   onSort?: (s: SortBy) => void;
   compact?: boolean;
+  /** Row selection for bulk actions (the experiments page): a checkbox column when given. */
+  selected?: Set<number>;
+  onSelect?: (ids: number[], on: boolean) => void;
+  /** A bulk action's failure per experiment, shown in its row. */
+  rowErrors?: Map<number, string>;
 }) {
+  const sel = props.selected;
+  const allOn = !!sel && props.experiments.length > 0 && props.experiments.every((e) => sel.has(e.id));
   const cols = props.compact ? COLUMNS.filter((c) => ["id", "name", "state", "progress", "user", "start"].includes(c.key)) : COLUMNS;
   return (
     <table class="table" data-testid="experiments-table">
       <thead>
         <tr>
+          {sel && (
+            <th class="select-cell">
+              <input type="checkbox" aria-label="Select all" data-testid="select-all" checked={allOn}
+                onChange={(e) => props.onSelect?.(props.experiments.map((x) => x.id), e.currentTarget.checked)} />
+            </th>
+          )}
           {cols.map((c) => {
             const active = c.sort && c.sort === props.sortBy;
             return (
@@ -44,13 +57,27 @@ export function ExperimentTable(props: {
       </thead>
       <tbody>
         {props.experiments.length === 0 && (
-          <tr><td colSpan={cols.length} class="empty-row">No experiments match.</td></tr>
+          <tr><td colSpan={cols.length + (sel ? 1 : 0)} class="empty-row">No experiments match.</td></tr>
         )}
-        {props.experiments.map((e) => (
-          <tr key={e.id} data-experiment-id={e.id}>
-            {cols.map((c) => <td key={c.key}>{cell(c.key, e)}</td>)}
-          </tr>
-        ))}
+        {props.experiments.map((e) => {
+          const failed = props.rowErrors?.get(e.id);
+          return (
+            <tr key={e.id} data-experiment-id={e.id} class={failed ? "row-failed" : undefined}>
+              {sel && (
+                <td class="select-cell">
+                  <input type="checkbox" aria-label={`Select experiment ${e.id}`} data-testid="select-row" checked={sel.has(e.id)}
+                    onChange={(ev) => props.onSelect?.([e.id], ev.currentTarget.checked)} />
+                </td>
+              )}
+              {cols.map((c) => (
+                <td key={c.key}>
+                  {cell(c.key, e)}
+                  {c.key === "name" && failed && <div class="row-error" data-testid="row-error">{failed}</div>}
+                </td>
+              ))}
+            </tr>
+          );
+        })}
       </tbody>
     </table>
   );

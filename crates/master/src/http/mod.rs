@@ -10,6 +10,7 @@ mod checkpoint_edits;
 mod cluster_message;
 mod commands;
 mod csrf;
+mod etag;
 mod experiment_bulk;
 mod experiment_items;
 mod experiment_wire;
@@ -257,6 +258,8 @@ fn routes() -> Router<AppState> {
         // The web UI for browser paths, the JSON 404 for unknown API paths (`webui.rs`).
         .fallback(webui::fallback.layer(CompressionLayer::new()))
         .method_not_allowed_fallback(method_not_allowed)
+        // ETag / 304 for JSON reads (`etag.rs`).
+        .layer(axum::middleware::from_fn(etag::layer))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(Extension(BodyLimit(MAX_BODY_BYTES)))
         .layer(CatchPanicLayer::custom(|_| {

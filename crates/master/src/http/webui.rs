@@ -3,7 +3,9 @@
 //!
 //! - `/` and `/det/…` (the prefix upstream's UI lives under, so users' old links land) serve the
 //!   app: a path naming an embedded file serves it, any other path serves `index.html` and the
-//!   client-side router draws the page (its own not-found page for unknown URLs).
+//!   client-side router draws the page (its own not-found page for unknown URLs). A folder with
+//!   its own `index.html` serves that page: `/docs/rest-api/` is the Swagger UI over
+//!   `/api/v1/openapi.json` (`swagger-ui-dist` from npm, copied there by `webui/vite.config.ts`).
 //! - `/api/…` and `/proxy/…` paths that no route matched, and every non-GET/HEAD request, keep the
 //!   master's JSON 404 (`super::not_found`); a missing `/assets/…` file is a plain 404, never the
 //!   app's HTML under a script's name.
@@ -12,7 +14,7 @@
 //!   router's `CompressionLayer` on this handler (gzip, when the client accepts it).
 
 use axum::body::Body;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, X_CONTENT_TYPE_OPTIONS};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LOCATION, X_CONTENT_TYPE_OPTIONS};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use rust_embed::{EmbeddedFile, RustEmbed};
@@ -40,6 +42,18 @@ pub async fn fallback(method: Method, uri: Uri, headers: HeaderMap) -> Response 
     {
         let cache = if rel.starts_with(HASHED_DIR) { IMMUTABLE } else { REVALIDATE };
         return serve(&file, cache, &headers);
+    }
+    // A folder with its own page (`docs/rest-api/`, the Swagger UI): its `index.html`, reached
+    // with the trailing slash its relative links need.
+    if !rel.is_empty() {
+        let dir = rel.trim_end_matches('/');
+        if let Some(file) = Assets::get(&format!("{dir}/index.html")) {
+            if !rel.ends_with('/') {
+                let to = format!("{path}/{}", uri.query().map(|q| format!("?{q}")).unwrap_or_default());
+                return (StatusCode::PERMANENT_REDIRECT, [(LOCATION, to)]).into_response();
+            }
+            return serve(&file, REVALIDATE, &headers);
+        }
     }
     if rel.starts_with(HASHED_DIR) {
         return (StatusCode::NOT_FOUND, [(CONTENT_TYPE, "text/plain; charset=utf-8")], format!("no such web UI asset: {path}"))

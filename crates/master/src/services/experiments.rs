@@ -378,6 +378,23 @@ impl ExperimentService {
         }
         let page = self.store.list_experiments(&filter).await?;
         let (start, end) = experiments_window(q.offset, limit, page.total);
+        // The page's best validations in one read, as a describe shows them.
+        let directions: Vec<(i32, bool)> = page
+            .experiments
+            .iter()
+            .filter(|r| r.num_trials > 0)
+            .filter_map(|r| match searcher_metric(&r.config) {
+                (Some(_), smaller_is_better) => Some((r.id, smaller_is_better)),
+                _ => None,
+            })
+            .collect();
+        let mut best: HashMap<i32, BestValidation> = self
+            .store
+            .best_validations(&directions)
+            .await?
+            .into_iter()
+            .map(|b| (b.experiment_id, BestValidation { trial_id: b.trial_id, steps_completed: 0, value: b.value }))
+            .collect();
         let mut projects: HashMap<i32, ProjectRecord> = HashMap::new();
         let mut items = Vec::with_capacity(page.experiments.len());
         for record in page.experiments {
@@ -389,13 +406,14 @@ impl ExperimentService {
                     p
                 }
             };
+            let record_id = record.id;
             items.push(ExperimentView {
                 num_trials: record.num_trials,
                 record,
                 project,
                 trial_ids: Vec::new(),
                 checkpoints: (0, 0),
-                best_validation: None,
+                best_validation: best.remove(&record_id),
                 external_id: None,
             });
         }

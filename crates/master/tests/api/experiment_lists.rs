@@ -197,6 +197,9 @@ pub async fn trials_and_checkpoints(m: &TestMaster) {
     assert_eq!((exp["bestTrialId"].as_i64(), exp["bestTrialSearcherMetric"].as_f64()), (Some(i64::from(t1.id)), Some(0.9)));
     let listed = m.get("/api/v1/experiments", Some(&admin)).await;
     assert_eq!(listed.body["experiments"][0]["numTrials"], 2);
+    // The list shows the same best trial and metric as the single read (it used to leave them null).
+    let row = &listed.body["experiments"][0];
+    assert_eq!((row["bestTrialId"].as_i64(), row["bestTrialSearcherMetric"].as_f64()), (Some(i64::from(t1.id)), Some(0.9)), "{row}");
 
     // Searcher-metric sort with no order: best first, and here bigger is better.
     let uuids = |r: &crate::harness::Reply| -> Vec<String> {

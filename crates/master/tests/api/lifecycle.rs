@@ -171,3 +171,28 @@ pub async fn an_errored_search_is_not_done(m: &TestMaster) {
     let progress = exp["progress"].as_f64().unwrap_or(0.0);
     assert!(progress < 1.0, "an errored experiment is not 100% done: {exp}");
 }
+
+/// A killed experiment keeps the progress it had (its trial closing early is no finished search):
+/// the UI showed a killed experiment at 100 %.
+pub async fn a_killed_experiment_keeps_its_progress(m: &TestMaster) {
+    let token = m.login("determined", "").await;
+    let mut agent = FakeAgent::connect(m, "agent-1", 1).await;
+    let id = create(m, &token, SINGLE, true).await["id"].as_i64().unwrap();
+    let start = agent.next_start().await;
+    let path = format!("/api/v1/trials/{}/progress", start.env["DET_TRIAL_ID"]);
+    let r = crate::runtime_support::task_post_raw(m, &path, &start.env["DET_SESSION_TOKEN"], r#"{"progress": 0.25, "is_raw": true}"#).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    until(m, &token, id, "progress 0.25", |e, _| e["progress"].as_f64().is_some_and(|p| (p - 0.25).abs() < 1e-9)).await;
+    let r = m.post(&format!("/api/v1/experiments/{id}/kill"), Some(&token), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    match agent.recv().await {
+        MasterToAgent::KillTask { container_id } => assert_eq!(container_id, start.container_id),
+        other => panic!("expected a kill, got {other:?}"),
+    }
+    agent.exit(&start, 137).await;
+    let (exp, _) = until(m, &token, id, "CANCELED", |e, _| e["state"] == "STATE_CANCELED").await;
+    assert_eq!(exp["progress"].as_f64(), Some(0.25), "a killed experiment shows the progress it reached: {exp}");
+    let listed = m.get("/api/v1/experiments", Some(&token)).await;
+    let row = listed.body["experiments"].as_array().and_then(|xs| xs.iter().find(|x| x["id"] == id).cloned()).unwrap_or_default();
+    assert_eq!(row["progress"].as_f64(), Some(0.25), "{row}");
+}

@@ -10,6 +10,7 @@ mod cluster_loop;
 mod cluster_message;
 mod cluster_reports;
 mod context;
+mod etag;
 mod experiment_actions;
 mod experiment_bulk;
 mod experiment_lists;
@@ -138,6 +139,7 @@ harness::api_test!(lifecycle::a_paused_experiment_has_its_trials);
 harness::api_test!(lifecycle::killing_the_only_trial_cancels_the_experiment);
 harness::api_test!(lifecycle::pause_and_activate_in_a_tight_loop);
 harness::api_test!(lifecycle::an_errored_search_is_not_done);
+harness::api_test!(lifecycle::a_killed_experiment_keeps_its_progress);
 
 #[tokio::test]
 async fn agents_without_the_join_secret_are_refused() {
@@ -215,3 +217,5 @@ harness::api_test!(workspaces::projects_and_experiments);
 harness::api_test!(webui::app_is_served_at_root_and_under_det);
 harness::api_test!(webui::hashed_assets_have_types_and_are_immutable);
 harness::api_test!(webui::api_paths_keep_the_json_404);
+harness::api_test!(webui::swagger_ui_is_served_at_docs_rest_api);
+harness::api_test!(etag::unchanged_reads_answer_304_and_changes_a_new_etag);

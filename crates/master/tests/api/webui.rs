@@ -115,3 +115,33 @@ pub async fn api_paths_keep_the_json_404(m: &TestMaster) {
     let unauth = m.get("/api/v1/experiments", None).await;
     assert_eq!(unauth.status, 401, "{}", unauth.text);
 }
+
+/// The REST API's Swagger UI at `/docs/rest-api/` (webui/swagger, swagger-ui-dist from npm,
+/// served from the binary: no CDN) over the master's own OpenAPI document.
+pub async fn swagger_ui_is_served_at_docs_rest_api(m: &TestMaster) {
+    let doc = m.get("/api/v1/openapi.json", None).await;
+    assert_eq!(doc.status, 200, "the document Swagger UI reads is public: {}", doc.text);
+    assert!(doc.body["paths"]["/api/v1/experiments"].is_object(), "{}", doc.text);
+    let index = fetch(m, "/", &[]).await;
+    let page = fetch(m, "/docs/rest-api/", &[]).await;
+    assert_eq!((page.status, page.content_type.as_str()), (200, "text/html; charset=utf-8"));
+    if asset_refs(&index.body).is_empty() {
+        // A binary built before the UI serves the placeholder that says how to build it.
+        assert!(page.body.contains("scripts/webui.sh"), "{}", page.body);
+        return;
+    }
+    assert!(page.body.contains("./swagger-ui-bundle.js") && page.body.contains("./init.js"), "{}", page.body);
+    assert_eq!(page.cache, "no-cache");
+    // Without the slash, a redirect to it (the page's links are relative).
+    let bare = m.http.get(format!("{}/det/docs/rest-api?x=1", m.base)).send().await.unwrap();
+    assert_eq!(bare.url().path(), "/det/docs/rest-api/", "followed the redirect to the folder");
+    assert_eq!(bare.url().query(), Some("x=1"));
+    let init = fetch(m, "/docs/rest-api/init.js", &[]).await;
+    assert_eq!(init.status, 200);
+    assert!(init.body.contains("\"/api/v1/openapi.json\""), "{}", init.body);
+    let bundle = fetch(m, "/docs/rest-api/swagger-ui-bundle.js", &[(ACCEPT_ENCODING, "gzip")]).await;
+    assert_eq!((bundle.status, bundle.encoding.as_str()), (200, "gzip"));
+    assert!(bundle.content_type.contains("javascript"), "{}", bundle.content_type);
+    let css = fetch(m, "/docs/rest-api/swagger-ui.css", &[]).await;
+    assert_eq!((css.status, css.content_type.as_str()), (200, "text/css; charset=utf-8"));
+}

@@ -6,6 +6,8 @@
 
 mod agent_controls;
 mod allocation_usage;
+mod best_validations;
+pub use best_validations::BestTrialValue;
 pub(crate) mod args;
 mod checkpoint_edits;
 mod checkpoint_metric;

@@ -254,6 +254,10 @@ impl Store for SqlStore {
         self.list_trials_impl(filter).await
     }
 
+    async fn best_validations(&self, experiments: &[(i32, bool)]) -> StoreResult<Vec<crate::BestTrialValue>> {
+        self.best_validations_impl(experiments).await
+    }
+
     async fn update_trial_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()> {
         self.set_state(Lifecycle::Trial, id, state, end_time).await
     }

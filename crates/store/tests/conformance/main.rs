@@ -5,6 +5,7 @@
 
 mod agent_controls;
 mod bench;
+mod best_validations;
 mod checkpoint_edits;
 mod checkpoints;
 mod cluster;
@@ -97,6 +98,7 @@ harness::conformance!(metrics::large_batch_spans_statements);
 harness::conformance!(metrics::restart_rollback_archives_superseded_rows);
 harness::conformance!(metrics::report_of_later_run_applies_rollback_rule);
 harness::conformance!(metrics::best_validation_across_experiment);
+harness::conformance!(best_validations::best_validations_of_a_page_of_experiments);
 harness::conformance!(metrics::failing_metrics_batch_writes_nothing);
 harness::conformance!(metric_summaries::deferred_summary_reads_current_and_flushes);
 harness::conformance!(metric_summaries::archive_recompute_replaces_a_deferred_summary);

@@ -42,6 +42,9 @@ impl ExperimentRun {
     /// (every tenth of a percent, and always the end): progress reports arrive many times per
     /// trial, and each write contends for the store.
     pub fn progress_to_store(&mut self) -> Option<f64> {
+        if !progress_moves(self.state) {
+            return None;
+        }
         let now = self.searcher.progress();
         let moved = self.stored_progress.is_none_or(|before| (now - before).abs() >= 0.001 || (now >= 1.0 && before < 1.0));
         moved.then(|| {
@@ -58,6 +61,13 @@ impl ExperimentRun {
     pub fn resource_pool(&self) -> String {
         self.config.resources.resource_pool.clone()
     }
+}
+
+/// Whether the search's progress is still worth recording in `state`. A canceled or killed
+/// experiment keeps the progress it had: its trials closing early would otherwise read as a
+/// finished search (100 %).
+fn progress_moves(state: ExperimentState) -> bool {
+    !matches!(state, ExperimentState::StoppingCanceled | ExperimentState::StoppingKilled | ExperimentState::Canceled)
 }
 
 pub(in crate::cluster) struct TrialRun {
@@ -97,5 +107,21 @@ impl TrialRun {
     /// Whether the trial may be queued now.
     pub fn may_run(&self) -> bool {
         !self.held_for_round && self.awaiting_checkpoint_at.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress_moves;
+    use crate::domain::ExperimentState;
+
+    #[test]
+    fn a_canceled_or_killed_search_keeps_its_progress() {
+        for state in [ExperimentState::StoppingCanceled, ExperimentState::StoppingKilled, ExperimentState::Canceled] {
+            assert!(!progress_moves(state), "{state:?}");
+        }
+        for state in [ExperimentState::Active, ExperimentState::Paused, ExperimentState::StoppingCompleted, ExperimentState::Completed] {
+            assert!(progress_moves(state), "{state:?}");
+        }
     }
 }
