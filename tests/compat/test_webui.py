@@ -4,7 +4,10 @@ without a reload, its learning curves drawn with one point per report (5 validat
 reports), a trial's hyperparameters and logs, the experiments list's filters (name, state, user,
 label) and sort, the not-found, 403 and network-error views, upstream's /det/ links, activating a
 paused experiment, following its trial's logs and chart live and killing it from its page, session
-expiry and sign-out. Screenshots of each
+expiry and sign-out; an adaptive (ASHA) search's page: trials stopped early marked in the table
+and the curves, smoothing / log scale / hover, the Hyperparameters tab (every trial in the
+parallel coordinates, the master's importance, scatter and heat map), a checkpoint downloaded as
+a tar, the configuration and the model definition's files, a trial's workloads. Screenshots of each
 page go to .ci-work/webui-screenshots/<backend>/.
 
 Needs `scripts/webui.sh` (node_modules and the built UI embedded in the det binary) and Chromium;
@@ -77,6 +80,18 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
         IRIS / "const.yaml", tmp_path / "long.yaml", tmp_path / "checkpoints", searcher=long_run
     )
     kill_id = create(mine, long_config, IRIS, "--paused")
+    # An adaptive search (as tests/compat/test_searches.py runs it): ASHA stops some trials early.
+    adaptive_trials = 6
+    adaptive_config = write_config(
+        IRIS / "adaptive.yaml",
+        tmp_path / "adaptive.yaml",
+        tmp_path / "checkpoints",
+        hyperparameters={"sleep_per_batch": 0.005},
+        searcher={"max_trials": adaptive_trials, "max_length": {"batches": 600}, "mode": "aggressive"},
+        min_validation_period={"batches": 50},
+        scheduling_unit=50,
+    )
+    adaptive_id = create(det, adaptive_config, IRIS)
     # One point per report: Iris const trains 5000 batches, reports training metrics every
     # scheduling_unit (100) batches and validates every 1000.
     points = {"validation.val_categorical_accuracy": 5000 // 1000, "training.loss": 5000 // 100}
@@ -94,6 +109,8 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
         RESOLUTE_UI_POINTS=json.dumps(points),
         RESOLUTE_UI_LOG_TEXT="New trial runner",
         RESOLUTE_UI_SCREENSHOTS=str(shots),
+        RESOLUTE_UI_ADAPTIVE_EXPERIMENT=str(adaptive_id),
+        RESOLUTE_UI_ADAPTIVE_TRIALS=str(adaptive_trials),
         CHROMIUM=CHROMIUM,
     )
     proc = subprocess.run(
@@ -101,5 +118,8 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
     )
     print(proc.stdout)
     assert proc.returncode == 0, f"web UI e2e failed (screenshots in {shots}):\n{proc.stdout}\n{proc.stderr}"
-    for name in ["01-login", "02-dashboard", "03-experiment", "04-trial", "05-experiments", "06-not-found"]:
+    for name in [
+        "01-login", "02-dashboard", "03-experiment", "04-trial", "05-experiments", "06-not-found",
+        "10-adaptive", "11-hyperparameters", "12-checkpoints", "13-model-code", "14-trial-workloads",
+    ]:
         assert (shots / f"{name}.png").stat().st_size > 10_000, f"{name}.png is missing or blank"
