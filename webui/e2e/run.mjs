@@ -240,9 +240,13 @@ try {
   assert(used === adaptiveTrials, `importance used ${used} of ${adaptiveTrials} trials`);
   const bars = await page.$$eval("[data-testid=hp-importance] .importance-row", (rows) => rows.map((r) => [r.dataset.hp, Number(r.dataset.importance)]));
   assert(bars.some(([hp]) => hp === "learning_rate") && bars.every(([, v]) => v >= 0 && v <= 1), `importance bars: ${JSON.stringify(bars)}`);
-  const scatters = await page.locator("[data-testid=hp-scatter] svg").count();
-  assert(scatters === bars.length, `${scatters} scatter plots for ${bars.length} hyperparameters`);
-  const logAxis = await page.locator('[data-testid=hp-scatter] svg[data-hp=learning_rate] text.axis-title').innerText();
+  // The search's constants (learning_rate_decay, sleep_per_batch) are listed, the others drawn.
+  const constants = ((await page.locator("[data-testid=hp-constants]").getAttribute("data-names")) ?? "").split(",");
+  assert(constants.includes("sleep_per_batch") && !constants.includes("learning_rate"), `constant hyperparameters: ${constants}`);
+  const scattered = await page.$$eval("[data-testid=hp-scatter] svg", (svgs) => svgs.map((s) => s.dataset.hp).sort());
+  const expected = bars.map(([hp]) => hp).filter((hp) => !constants.includes(hp)).sort();
+  assert(JSON.stringify(scattered) === JSON.stringify(expected), `scatter plots of ${scattered}, expected ${expected}`);
+  const logAxis = await page.locator('[data-testid=hp-scatter] svg[data-hp=learning_rate] text.axis-title').textContent();
   assert(logAxis.includes("(log)"), `learning_rate (type: log) is drawn on "${logAxis}"`);
   await page.selectOption("[data-testid=heatmap-x]", "learning_rate");
   await page.selectOption("[data-testid=heatmap-y]", "layer1_dense_size");

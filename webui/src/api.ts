@@ -150,6 +150,7 @@ export interface Checkpoint {
   uuid: string; state: string; reportTime?: string; resources: Record<string, string>; metadata: Record<string, unknown>;
   training: { trialId?: number; experimentId?: number; validationMetrics?: { avgMetrics?: Record<string, unknown> } | null; searcherMetric?: number | null };
 }
+export type CheckpointQuery = { offset?: number; limit?: number; sortByAttr?: string; orderBy?: string; states?: string[] };
 export interface Workload { training?: WorkloadMetrics; validation?: WorkloadMetrics; checkpoint?: { uuid: string; state: string; totalBatches: number; endTime?: string; resources?: Record<string, string> } }
 export interface WorkloadMetrics { totalBatches: number; endTime?: string; metrics?: { avgMetrics?: Record<string, unknown> } }
 
@@ -196,9 +197,9 @@ export const api = {
   hpImportance: (id: number, q: { metricName?: string; metricType?: string }, signal?: AbortSignal) =>
     json<HpImportance>("GET", `/api/v1/experiments/${id}/hyperparameter-importance` + queryString(q), undefined, signal),
   searcherState: (id: number, signal?: AbortSignal) => json<SearcherState>("GET", `/api/v1/experiments/${id}/searcher/state`, undefined, signal),
-  experimentCheckpoints: (id: number, q: { offset?: number; limit?: number }, signal?: AbortSignal) =>
+  experimentCheckpoints: (id: number, q: CheckpointQuery, signal?: AbortSignal) =>
     json<{ checkpoints: Checkpoint[]; pagination: Pagination }>("GET", `/api/v1/experiments/${id}/checkpoints` + queryString(q), undefined, signal),
-  trialCheckpoints: (id: number, q: { offset?: number; limit?: number }, signal?: AbortSignal) =>
+  trialCheckpoints: (id: number, q: CheckpointQuery, signal?: AbortSignal) =>
     json<{ checkpoints: Checkpoint[]; pagination: Pagination }>("GET", `/api/v1/trials/${id}/checkpoints` + queryString(q), undefined, signal),
   modelDef: (id: number, signal?: AbortSignal) => json<{ b64Tgz: string }>("GET", `/api/v1/experiments/${id}/model_def`, undefined, signal).then((r) => r.b64Tgz),
   workloads: (trialId: number, q: { offset?: number; limit?: number; orderBy?: string }, signal?: AbortSignal) =>

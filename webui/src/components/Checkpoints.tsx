@@ -10,6 +10,7 @@ import { Link } from "../router";
 import { ErrorBanner, Spinner, StateBadge } from "./ui";
 
 const PAGE = 50;
+const LIVE_STATES = ["STATE_ACTIVE", "STATE_COMPLETED", "STATE_ERROR", "STATE_PARTIALLY_DELETED"];
 
 export function fmtBytes(n: number): string {
   if (!Number.isFinite(n)) return DASH;
@@ -24,12 +25,14 @@ export function fmtBytes(n: number): string {
 
 export function Checkpoints(props: { experimentId?: number; trialId?: number; metric?: string; live: boolean; refreshKey?: unknown }) {
   const [page, setPage] = useState(0);
+  const [showDeleted, setShowDeleted] = useState(false);
   const res = useResource(
-    (signal) =>
-      props.trialId !== undefined
-        ? api.trialCheckpoints(props.trialId, { offset: page * PAGE, limit: PAGE }, signal)
-        : api.experimentCheckpoints(props.experimentId!, { offset: page * PAGE, limit: PAGE }, signal),
-    [props.experimentId, props.trialId, page],
+    (signal) => {
+      // Newest first; deleted checkpoints (garbage-collected, nothing to download) only on request.
+      const q = { offset: page * PAGE, limit: PAGE, sortByAttr: "SORT_BY_END_TIME", orderBy: "ORDER_BY_DESC", states: showDeleted ? undefined : LIVE_STATES };
+      return props.trialId !== undefined ? api.trialCheckpoints(props.trialId, q, signal) : api.experimentCheckpoints(props.experimentId!, q, signal);
+    },
+    [props.experimentId, props.trialId, page, showDeleted],
     { intervalMs: 5000, live: () => props.live, refreshKey: props.refreshKey },
   );
   if (res.error && !res.data) return <ErrorBanner error={res.error} retry={res.reload} />;
@@ -37,6 +40,12 @@ export function Checkpoints(props: { experimentId?: number; trialId?: number; me
   const { checkpoints, pagination } = res.data;
   return (
     <div>
+      <div class="toolbar">
+        <label class="check">
+          <input type="checkbox" checked={showDeleted} onChange={(e) => { setShowDeleted(e.currentTarget.checked); setPage(0); }} data-testid="show-deleted" /> Show deleted
+        </label>
+        <span class="muted small">{pagination.total} checkpoint(s), newest first</span>
+      </div>
       <div class="table-scroll">
         <table class="table" data-testid="checkpoints-table">
           <thead>

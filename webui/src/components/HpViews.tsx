@@ -32,9 +32,13 @@ export function HpViews(props: {
 
   if (!chosen || !table) return <p class="muted">No metrics reported yet.</p>;
   if (!table.axes.length) return <p class="muted">This experiment has no hyperparameters.</p>;
-  const varying = table.axes.filter((a) => a.kind !== "categorical" || a.categories.length > 1);
-  const xAxis = table.axes.find((a) => a.name === hx) ?? varying[0] ?? table.axes[0]!;
-  const yAxis = table.axes.find((a) => a.name === hy) ?? varying.find((a) => a !== xAxis) ?? table.axes[0]!;
+  // A hyperparameter with one value in every trial is listed, not drawn.
+  const isConstant = (a: Axis) => new Set(table.rows.map((r) => String(r.hps[a.name]))).size <= 1;
+  const varying = table.axes.filter((a) => !isConstant(a));
+  const constants = table.axes.filter(isConstant);
+  const drawn: HpTable = { axes: varying, rows: table.rows };
+  const xAxis = varying.find((a) => a.name === hx) ?? varying[0] ?? table.axes[0]!;
+  const yAxis = varying.find((a) => a.name === hy) ?? varying.find((a) => a !== xAxis) ?? xAxis;
   const withMetric = table.rows.filter((r) => r.metric !== null).length;
 
   return (
@@ -50,21 +54,26 @@ export function HpViews(props: {
       <h3>Importance</h3>
       <Importance experimentId={props.experimentId} metricId={chosen} />
       <h3>Parallel coordinates</h3>
-      <ParallelCoordinates table={table} metricName={chosen} smaller={smaller} />
+      {constants.length > 0 && (
+        <p class="muted small" data-testid="hp-constants" data-names={constants.map((a) => a.name).join(",")}>
+          The same in every trial (not drawn): {constants.map((a) => `${a.name}=${table.rows[0]?.hps[a.name] ?? ""}`).join(", ")}
+        </p>
+      )}
+      {varying.length === 0 ? <p class="muted">No hyperparameter varies across the trials.</p> : <ParallelCoordinates table={drawn} metricName={chosen} smaller={smaller} />}
       <h3>{chosen} against each hyperparameter</h3>
       <div class="scatter-grid" data-testid="hp-scatter">
-        {table.axes.map((a) => <Scatter key={a.name} table={table} axis={a} metricName={chosen} smaller={smaller} />)}
+        {varying.map((a) => <Scatter key={a.name} table={table} axis={a} metricName={chosen} smaller={smaller} />)}
       </div>
       <h3>Heat map</h3>
       <div class="toolbar">
         <label>X <select value={xAxis.name} onChange={(e) => setHx(e.currentTarget.value)} data-testid="heatmap-x">
-          {table.axes.map((a) => <option key={a.name} value={a.name}>{a.name}</option>)}
+          {varying.map((a) => <option key={a.name} value={a.name}>{a.name}</option>)}
         </select></label>
         <label>Y <select value={yAxis.name} onChange={(e) => setHy(e.currentTarget.value)} data-testid="heatmap-y">
-          {table.axes.map((a) => <option key={a.name} value={a.name}>{a.name}</option>)}
+          {varying.map((a) => <option key={a.name} value={a.name}>{a.name}</option>)}
         </select></label>
       </div>
-      <HeatMap table={table} x={xAxis} y={yAxis} metricName={chosen} smaller={smaller} />
+      {varying.length > 0 && <HeatMap table={table} x={xAxis} y={yAxis} metricName={chosen} smaller={smaller} />}
     </div>
   );
 }
@@ -107,7 +116,9 @@ function ParallelCoordinates({ table, metricName, smaller }: { table: HpTable; m
   const mMax = Math.max(...present);
   const metricPos = (v: number | null) => (v === null ? null : mMax === mMin ? 0.5 : (v - mMin) / (mMax - mMin));
   const cols = table.axes.length + 1;
-  const W = Math.max(560, cols * 140);
+  const W = Math.max(560, cols * 150);
+  const colWidth = (W - 120) / Math.max(1, cols - 1);
+  const fit = (text: string) => (text.length * 7 > colWidth - 8 ? text.slice(0, Math.max(4, Math.floor((colWidth - 8) / 7) - 1)) + "…" : text);
   const H = 300;
   const top = 24;
   const bottom = 40;
@@ -133,7 +144,10 @@ function ParallelCoordinates({ table, metricName, smaller }: { table: HpTable; m
         {[...table.axes, null].map((a, i) => (
           <g key={a?.name ?? "metric"}>
             <line x1={x(i)} x2={x(i)} y1={top} y2={H - bottom} stroke="#5b6472" />
-            <text x={x(i)} y={H - bottom + 16} text-anchor="middle" class="axis-title">{a ? a.name + (a.kind === "log" ? " (log)" : "") : metricName}</text>
+            <text x={x(i)} y={H - bottom + 16} text-anchor="middle" class="axis-title">
+              {fit(a ? a.name + (a.kind === "log" ? " (log)" : "") : metricName)}
+              <title>{a ? a.name : metricName}</title>
+            </text>
             {(a ? a.ticks : [0, 0.5, 1].map((t) => ({ at: t, label: fmtTick(mMin + t * (mMax - mMin)) }))).map((t) => (
               <text key={t.at} x={x(i) + 4} y={y(t.at) + 4} class="tick">{t.label}</text>
             ))}
