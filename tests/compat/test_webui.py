@@ -7,7 +7,11 @@ paused experiment, following its trial's logs and chart live and killing it from
 expiry and sign-out; the cluster page (agent, slots), JupyterLab launched from the tasks page and
 opened through /proxy/ then killed, bulk actions (a per-row failure, a bulk kill of two), the
 Swagger UI at /docs/rest-api/, If-None-Match answered 304 while polling, and the admin page (403
-for others; a user created there signs in; deactivated, refused). Screenshots of each
+for others; a user created there signs in; deactivated, refused);
+an adaptive (ASHA) search's page: trials stopped early marked in the table
+and the curves, smoothing / log scale / hover, the Hyperparameters tab (every trial in the
+parallel coordinates, the master's importance, scatter and heat map), a checkpoint downloaded as
+a tar, the configuration and the model definition's files, a trial's workloads. Screenshots of each
 page go to .ci-work/webui-screenshots/<backend>/.
 
 Needs `scripts/webui.sh` (node_modules and the built UI embedded in the det binary) and Chromium;
@@ -82,6 +86,18 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
     kill_id = create(mine, long_config, IRIS, "--paused")
     # Two more paused ones, killed together by the experiments table's bulk action.
     bulk_ids = [create(mine, long_config, IRIS, "--paused") for _ in range(2)]
+    # An adaptive search (as tests/compat/test_searches.py runs it): ASHA stops some trials early.
+    adaptive_trials = 6
+    adaptive_config = write_config(
+        IRIS / "adaptive.yaml",
+        tmp_path / "adaptive.yaml",
+        tmp_path / "checkpoints",
+        hyperparameters={"sleep_per_batch": 0.005},
+        searcher={"max_trials": adaptive_trials, "max_length": {"batches": 600}, "mode": "aggressive"},
+        min_validation_period={"batches": 50},
+        scheduling_unit=50,
+    )
+    adaptive_id = create(det, adaptive_config, IRIS)
     # One point per report: Iris const trains 5000 batches, reports training metrics every
     # scheduling_unit (100) batches and validates every 1000.
     points = {"validation.val_categorical_accuracy": 5000 // 1000, "training.loss": 5000 // 100}
@@ -102,6 +118,8 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
         RESOLUTE_UI_BULK_EXPERIMENTS=",".join(map(str, bulk_ids)),
         RESOLUTE_UI_ADMIN_USER="admin",
         RESOLUTE_UI_ADMIN_PASS="",
+        RESOLUTE_UI_ADAPTIVE_EXPERIMENT=str(adaptive_id),
+        RESOLUTE_UI_ADAPTIVE_TRIALS=str(adaptive_trials),
         CHROMIUM=CHROMIUM,
     )
     proc = subprocess.run(
@@ -109,5 +127,8 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
     )
     print(proc.stdout)
     assert proc.returncode == 0, f"web UI e2e failed (screenshots in {shots}):\n{proc.stdout}\n{proc.stderr}"
-    for name in ["01-login", "02-dashboard", "03-experiment", "04-trial", "05-experiments", "06-not-found"]:
+    for name in [
+        "01-login", "02-dashboard", "03-experiment", "04-trial", "05-experiments", "06-not-found",
+        "10-adaptive", "11-hyperparameters", "12-checkpoints", "13-model-code", "14-trial-workloads",
+    ]:
         assert (shots / f"{name}.png").stat().st_size > 10_000, f"{name}.png is missing or blank"

@@ -15,6 +15,8 @@
 //   RESOLUTE_UI_BULK_EXPERIMENTS  two paused experiments of that user, killed together from the
 //                            experiments table (after a bulk pause that fails on the completed one)
 //   RESOLUTE_UI_ADMIN_USER/_PASS  an admin: creates a user on /admin/users who then signs in
+//   RESOLUTE_UI_ADAPTIVE_EXPERIMENT  an adaptive (ASHA) search of N trials, some stopped early;
+//                            RESOLUTE_UI_ADAPTIVE_TRIALS is N (the experiment page's tabs)
 //   CHROMIUM                 the browser binary (default /usr/bin/chromium)
 //
 // Exits non-zero with the failed step's message; prints one line per step.
@@ -38,6 +40,8 @@ const metric = env("RESOLUTE_UI_METRIC");
 const points = JSON.parse(env("RESOLUTE_UI_POINTS"));
 const logText = env("RESOLUTE_UI_LOG_TEXT");
 const shots = env("RESOLUTE_UI_SCREENSHOTS");
+const adaptiveId = Number(env("RESOLUTE_UI_ADAPTIVE_EXPERIMENT"));
+const adaptiveTrials = Number(env("RESOLUTE_UI_ADAPTIVE_TRIALS"));
 const completeTimeout = Number(process.env.RESOLUTE_UI_COMPLETE_TIMEOUT_MS ?? 240000);
 const bulkIds = env("RESOLUTE_UI_BULK_EXPERIMENTS").split(",").map(Number);
 const adminUser = env("RESOLUTE_UI_ADMIN_USER");
@@ -198,6 +202,97 @@ try {
   await page.goto(`${base}/det/experiments/${expId}`);
   await page.waitForURL((u) => u.pathname === `/experiments/${expId}`);
   await page.locator('[data-testid=experiment-summary] [data-state="STATE_COMPLETED"]').waitFor();
+  log(step);
+
+  // ---- the experiment page's tabs on an adaptive search (webhp) ------------------------------
+  step = "the adaptive search marks the trials it stopped early";
+  await page.goto(`${base}/experiments/${adaptiveId}`);
+  await page.locator('[data-testid=experiment-summary] [data-state="STATE_COMPLETED"]').waitFor({ timeout: completeTimeout });
+  await page.waitForFunction((n) => document.querySelectorAll("[data-testid=trials-table] tbody tr[data-trial-id]").length === n, adaptiveTrials, { timeout: 15000 });
+  await page.locator('[data-testid=trials-table] tr.stopped [data-decision="stopped_early"]').first().waitFor({ timeout: 15000 });
+  const decisions = await page.$$eval("[data-testid=trials-table] tbody tr[data-trial-id]", (rows) => rows.map((r) => r.dataset.decision));
+  assert(decisions.every((d) => d === "stopped_early" || d === "completed"), `decisions of a completed search: ${decisions}`);
+  assert(decisions.includes("completed"), `no trial trained to the end: ${decisions}`);
+  await page.waitForFunction(() => Number(document.querySelector("[data-testid=learning-curve]")?.dataset.series) > 0, null, { timeout: 30000 });
+  assert((await page.locator(".u-legend").getByText("(stopped early)").count()) > 0, "the learning curves do not mark the stopped trials");
+  await noPlaceholders();
+  await shot("10-adaptive");
+  log(step);
+
+  step = "the learning curves smooth, switch to a log scale and name the hovered trial";
+  await page.locator("[data-testid=smoothing]").fill("0.6");
+  await page.locator("[data-testid=log-scale]").check();
+  await page.locator("[data-testid=learning-curve] canvas").waitFor();
+  const box = await page.locator("[data-testid=learning-curve] .u-over").boundingBox();
+  // uPlot focuses the line nearest the cursor (within 24 px): sweep the plot until one is.
+  sweep: for (let j = 1; j <= 12; j++) {
+    for (let i = 1; i <= 12; i++) {
+      await page.mouse.move(box.x + (box.width * i) / 13, box.y + (box.height * j) / 13);
+      if (/^Trial \d+/.test(await page.locator("[data-testid=curve-hover]").innerText())) break sweep;
+    }
+  }
+  const hoverText = await page.locator("[data-testid=curve-hover]").innerText();
+  assert(/^Trial \d+.*learning_rate=/.test(hoverText), `hovering the chart shows "${hoverText}"`);
+  log(step);
+
+  step = "the Hyperparameters tab draws every trial and the master's importance";
+  await page.click("[data-testid=experiment-tabs] a[data-tab=hyperparameters]");
+  await page.waitForURL((u) => u.searchParams.get("tab") === "hyperparameters");
+  await page.locator(`[data-testid=hp-views][data-trials="${adaptiveTrials}"]`).waitFor({ timeout: 15000 });
+  const lines = Number(await page.locator("[data-testid=parallel-coordinates]").getAttribute("data-lines"));
+  assert(lines === adaptiveTrials, `parallel coordinates draw ${lines} lines for ${adaptiveTrials} trials`);
+  await page.locator("[data-testid=hp-importance]").waitFor({ timeout: 15000 });
+  const used = Number(await page.locator("[data-testid=hp-importance]").getAttribute("data-trial-count"));
+  assert(used === adaptiveTrials, `importance used ${used} of ${adaptiveTrials} trials`);
+  const bars = await page.$$eval("[data-testid=hp-importance] .importance-row", (rows) => rows.map((r) => [r.dataset.hp, Number(r.dataset.importance)]));
+  assert(bars.some(([hp]) => hp === "learning_rate") && bars.every(([, v]) => v >= 0 && v <= 1), `importance bars: ${JSON.stringify(bars)}`);
+  // The search's constants (learning_rate_decay, sleep_per_batch) are listed, the others drawn.
+  const constants = ((await page.locator("[data-testid=hp-constants]").getAttribute("data-names")) ?? "").split(",");
+  assert(constants.includes("sleep_per_batch") && !constants.includes("learning_rate"), `constant hyperparameters: ${constants}`);
+  const scattered = await page.$$eval("[data-testid=hp-scatter] svg", (svgs) => svgs.map((s) => s.dataset.hp).sort());
+  const expected = bars.map(([hp]) => hp).filter((hp) => !constants.includes(hp)).sort();
+  assert(JSON.stringify(scattered) === JSON.stringify(expected), `scatter plots of ${scattered}, expected ${expected}`);
+  const logAxis = await page.locator('[data-testid=hp-scatter] svg[data-hp=learning_rate] text.axis-title').textContent();
+  assert(logAxis.includes("(log)"), `learning_rate (type: log) is drawn on "${logAxis}"`);
+  await page.selectOption("[data-testid=heatmap-x]", "learning_rate");
+  await page.selectOption("[data-testid=heatmap-y]", "layer1_dense_size");
+  assert(Number(await page.locator("[data-testid=hp-heatmap]").getAttribute("data-cells")) > 0, "the heat map has no cells");
+  await noPlaceholders();
+  await shot("11-hyperparameters");
+  log(step);
+
+  step = "the Checkpoints tab lists checkpoints and one downloads as a tar";
+  await page.click("[data-testid=experiment-tabs] a[data-tab=checkpoints]");
+  await page.locator("[data-testid=checkpoint-download]").first().waitFor({ timeout: 15000 });
+  const href = await page.locator("[data-testid=checkpoint-download]").first().getAttribute("href");
+  const download = await page.evaluate(async (h) => {
+    const r = await fetch(h);
+    const b = new Uint8Array(await r.arrayBuffer());
+    return { status: r.status, type: r.headers.get("content-type"), size: b.length, magic: new TextDecoder().decode(b.subarray(257, 262)) };
+  }, href);
+  assert(download.status === 200 && download.size > 1024 && download.magic === "ustar", `checkpoint download: ${JSON.stringify(download)}`);
+  await noPlaceholders();
+  await shot("12-checkpoints");
+  log(step);
+
+  step = "the Configuration and Model code tabs show the config and the uploaded files";
+  await page.click("[data-testid=experiment-tabs] a[data-tab=configuration]");
+  await page.locator("[data-testid=experiment-config]").getByText("adaptive_asha").first().waitFor();
+  await page.click("[data-testid=experiment-tabs] a[data-tab=code]");
+  await page.locator('[data-testid=model-files] a[data-path="model_def.py"]').waitFor({ timeout: 15000 });
+  await page.click('[data-testid=model-files] a[data-path="model_def.py"]');
+  await page.locator("[data-testid=model-file-text]").getByText("import").first().waitFor();
+  await shot("13-model-code");
+  log(step);
+
+  step = "a trial page lists its workloads and checkpoints";
+  await page.click("[data-testid=experiment-tabs] a[data-tab=overview]");
+  await page.locator("[data-testid=trials-table] tbody tr a").first().click();
+  await page.waitForURL((u) => /^\/experiments\/\d+\/trials\/\d+$/.test(u.pathname));
+  await page.locator('[data-testid=workloads-table] tr[data-kind=validation]').first().waitFor({ timeout: 15000 });
+  await page.locator("[data-testid=checkpoints-table] [data-testid=checkpoint-download]").first().waitFor({ timeout: 15000 });
+  await noPlaceholders();
+  await shot("14-trial-workloads");
   log(step);
 
   step = "a paused experiment is activated from its page";

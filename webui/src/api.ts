@@ -135,7 +135,7 @@ export interface Experiment {
   startTime: string; endTime?: string; archived: boolean; numTrials: number; trialIds: number[];
   username: string; userId: number; searcherType: string; searcherMetric?: string; progress?: number;
   projectId: number; projectName?: string; workspaceName?: string;
-  bestTrialSearcherMetric?: number; bestTrialId?: number; forkedFrom?: number;
+  bestTrialSearcherMetric?: number; bestTrialId?: number; forkedFrom?: number; originalConfig?: string;
 }
 
 export interface ExperimentDetail { experiment: Experiment; config: Record<string, unknown> }
@@ -172,6 +172,20 @@ export interface ExperimentFilter {
   sortBy?: SortBy; orderBy?: "ORDER_BY_ASC" | "ORDER_BY_DESC"; offset?: number; limit?: number; archived?: boolean;
   projectId?: number;
 }
+
+// ---- experiment page: hyperparameters, searcher, checkpoints, model definition (webhp) ------------
+
+export interface MetricHpImportance { hpImportance: Record<string, number>; experimentProgress: number; error: string; pending: boolean; inProgress: boolean; trialCount: number }
+export interface HpImportance { trainingMetrics: Record<string, MetricHpImportance>; validationMetrics: Record<string, MetricHpImportance> }
+export interface SearcherTrial { requestId: number; trialId?: number | null; bracket?: number | null; rung?: number | null; state: string; decision: string; lastMetric?: number | null; timeProgress?: number }
+export interface SearcherState { method: string; unit: string; progress: number; status: string; trials: SearcherTrial[]; brackets: { bracket: number; rungs: { rung: number; length: number; plannedTrials: number; recorded?: number | null }[] }[] }
+export interface Checkpoint {
+  uuid: string; state: string; reportTime?: string; resources: Record<string, string>; metadata: Record<string, unknown>;
+  training: { trialId?: number; experimentId?: number; validationMetrics?: { avgMetrics?: Record<string, unknown> } | null; searcherMetric?: number | null };
+}
+export type CheckpointQuery = { offset?: number; limit?: number; sortByAttr?: string; orderBy?: string; states?: string[] };
+export interface Workload { training?: WorkloadMetrics; validation?: WorkloadMetrics; checkpoint?: { uuid: string; state: string; totalBatches: number; endTime?: string; resources?: Record<string, string> } }
+export interface WorkloadMetrics { totalBatches: number; endTime?: string; metrics?: { avgMetrics?: Record<string, unknown> } }
 
 // ---- calls ---------------------------------------------------------------------------------------
 
@@ -212,6 +226,19 @@ export const api = {
       undefined,
       signal,
     ).then((r) => r.trials),
+  // webhp: the experiment page's tabs.
+  hpImportance: (id: number, q: { metricName?: string; metricType?: string }, signal?: AbortSignal) =>
+    json<HpImportance>("GET", `/api/v1/experiments/${id}/hyperparameter-importance` + queryString(q), undefined, signal),
+  searcherState: (id: number, signal?: AbortSignal) => json<SearcherState>("GET", `/api/v1/experiments/${id}/searcher/state`, undefined, signal),
+  experimentCheckpoints: (id: number, q: CheckpointQuery, signal?: AbortSignal) =>
+    json<{ checkpoints: Checkpoint[]; pagination: Pagination }>("GET", `/api/v1/experiments/${id}/checkpoints` + queryString(q), undefined, signal),
+  trialCheckpoints: (id: number, q: CheckpointQuery, signal?: AbortSignal) =>
+    json<{ checkpoints: Checkpoint[]; pagination: Pagination }>("GET", `/api/v1/trials/${id}/checkpoints` + queryString(q), undefined, signal),
+  modelDef: (id: number, signal?: AbortSignal) => json<{ b64Tgz: string }>("GET", `/api/v1/experiments/${id}/model_def`, undefined, signal).then((r) => r.b64Tgz),
+  workloads: (trialId: number, q: { offset?: number; limit?: number; orderBy?: string }, signal?: AbortSignal) =>
+    json<{ workloads: Workload[]; pagination: Pagination }>("GET", `/api/v1/trials/${trialId}/workloads` + queryString(q), undefined, signal),
+  /** The master's route that streams a checkpoint's files as a tar (`det checkpoint download`). */
+  checkpointDownloadUrl: (uuid: string) => `/checkpoints/${encodeURIComponent(uuid)}`,
   agents: () => json<{ agents: Agent[] }>("GET", "/api/v1/agents").then((r) => r.agents ?? []),
 };
 

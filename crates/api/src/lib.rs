@@ -15,6 +15,7 @@ pub mod experiment_bulk;
 pub mod experiments;
 pub mod files;
 pub mod generic_tasks;
+pub mod hp_importance;
 pub mod int64;
 pub mod logs;
 pub mod master;

@@ -33,6 +33,7 @@ mod proxy;
 mod soak;
 mod time_series;
 mod trials;
+mod ui_charts;
 mod webhooks;
 mod workloads;
 
@@ -78,6 +79,8 @@ enum Mode {
     Workloads,
     /// `GET /api/v1/trials/time-series` over `--ts-trials` trials of `--ts-points` reports, in process (not in `all`).
     TimeSeries,
+    /// Issue 12's chart benchmarks: time-series data and the browser's trial / experiment pages (not in `all`).
+    UiCharts,
     /// Webhook delivery latency from an experiment's state change, `--iterations` events (not in `all`).
     Webhooks,
     /// All of the above but `soak`, in order.
@@ -172,6 +175,15 @@ struct Args {
     /// `time-series`: one-trial requests measured (a tenth as many all-trial requests).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(10..=100_000))]
     ts_requests: u64,
+    /// `ui-charts`: training reports of the one big trial.
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(2..=10_000_000))]
+    ui_points: u64,
+    /// `ui-charts`: trials of the many-trial experiment.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    ui_trials: u64,
+    /// `ui-charts`: training reports per trial of the many-trial experiment.
+    #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+    ui_trial_points: u64,
     /// `proxy`: size of the large streamed response, in MB.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     proxy_mb: u64,
@@ -204,7 +216,7 @@ async fn main() -> Result<()> {
         }
     }
     // The proxy mode runs its master in process; the others measure `det master run`.
-    if modes.iter().any(|m| *m != Mode::Proxy && *m != Mode::TimeSeries) && !args.det.exists() {
+    if modes.iter().any(|m| *m != Mode::Proxy && *m != Mode::TimeSeries && *m != Mode::UiCharts) && !args.det.exists() {
         bail!("{} not found; build it with `cargo build --release -p resolute-cli -p resolute-bench`", args.det.display());
     }
     for mode in modes {
@@ -226,6 +238,10 @@ async fn main() -> Result<()> {
             }
             .await
             .map(|r| r.print(db.label())),
+            Mode::UiCharts => {
+                let (points, trials, per) = (args.ui_points as usize, args.ui_trials as usize, args.ui_trial_points as usize);
+                ui_charts::run(db.db_config()?, points, trials, per, args.ts_requests as usize).await
+            }
             Mode::Http => run(&args, &db).await.map(|r| print_report(&args, &r)),
             other => run_mode(&args, &db, other).await,
         };
@@ -279,7 +295,7 @@ async fn run_mode(args: &Args, db: &Db, mode: Mode) -> Result<()> {
         }
         Mode::Workloads => workloads::run(&http, &master, &token, args.reports, seconds).await.map(|r| r.print()),
         Mode::Webhooks => webhooks::run(&http, base, &token, args.iterations as usize).await.map(|r| r.print()),
-        Mode::Http | Mode::Proxy | Mode::TimeSeries | Mode::All => Ok(()),
+        Mode::Http | Mode::Proxy | Mode::TimeSeries | Mode::UiCharts | Mode::All => Ok(()),
     };
     let outcome = outcome.with_context(|| format!("master log:\n{}", master::tail(&master.log)));
     eprintln!("master RSS at the end: {:.1} MiB", master.rss_kib().unwrap_or(0) as f64 / 1024.0);

@@ -144,10 +144,10 @@ impl TimeSeriesReport {
     }
 }
 
-type SeedJob = (i64, usize, usize, oneshot::Sender<Result<Vec<i32>>>);
+pub(crate) type SeedJob = (i64, usize, usize, oneshot::Sender<Result<Vec<i32>>>);
 
 /// The master on its own runtime thread; seeding runs there too, on the master's store.
-fn start_master(
+pub(crate) fn start_master(
     data_dir: std::path::PathBuf,
     db: Option<DbConfig>,
 ) -> Result<(String, tokio::sync::mpsc::UnboundedSender<SeedJob>, oneshot::Sender<()>)> {
@@ -199,7 +199,8 @@ async fn seed(store: &dyn resolute_store::Store, experiment: i64, trials: usize,
                 request_id: format!("bench-{n}"),
                 task_id: format!("{experiment_id}.bench-{n}"),
                 state: "STATE_COMPLETED".to_owned(),
-                hparams: json!({"lr": 0.1}),
+                // Varied, so the experiment page's hyperparameter views have something to show.
+                hparams: json!({"lr": 10f64.powf(-4.0 + 3.0 * (n % 50) as f64 / 50.0), "layers": 1 + n % 4}),
                 seed: 1,
                 start_time: db_now(),
             })

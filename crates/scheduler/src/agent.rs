@@ -86,7 +86,15 @@ impl Agent {
                 return Err(SchedulerError::DuplicateSlot { agent: spec.id, slot: slot.id });
             }
         }
-        let mut agent = Agent { id: spec.id, label: spec.label, enabled: true, draining: false, slots, aux: BTreeSet::new(), counts: SlotCounts::default() };
+        let mut agent = Agent {
+            id: spec.id,
+            label: spec.label,
+            enabled: true,
+            draining: false,
+            slots,
+            aux: BTreeSet::new(),
+            counts: SlotCounts::default(),
+        };
         agent.recount();
         Ok(agent)
     }

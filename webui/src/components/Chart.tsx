@@ -6,7 +6,13 @@ import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
-export interface Line { label: string; xs: number[]; ys: (number | null)[] }
+export interface Line {
+  label: string;
+  xs: number[];
+  ys: (number | null)[];
+  /** Drawn dashed (e.g. a trial the adaptive searcher stopped early). */
+  dashed?: boolean;
+}
 
 const PALETTE = ["#355fd6", "#e4572e", "#17a398", "#f3a712", "#8e44ad", "#2e86ab", "#c0392b", "#27ae60", "#d35400", "#7f8c8d"];
 
@@ -28,14 +34,26 @@ export function align(lines: Line[]): uPlot.AlignedData {
   return [xs, ...cols] as uPlot.AlignedData;
 }
 
-export function Chart(props: { lines: Line[]; xLabel: string; yLabel: string; logScale?: boolean; time?: boolean; height?: number; testId?: string }) {
+export function Chart(props: {
+  lines: Line[];
+  xLabel: string;
+  yLabel: string;
+  logScale?: boolean;
+  time?: boolean;
+  height?: number;
+  testId?: string;
+  /** Told the index of the line under the cursor (null when none). */
+  onFocus?: (index: number | null) => void;
+}) {
+  const onFocus = useRef(props.onFocus);
+  onFocus.current = props.onFocus;
   const box = useRef<HTMLDivElement>(null);
   const chart = useRef<uPlot | null>(null);
   /** The user zoomed in (drag): live data updates keep that range instead of rescaling. */
   const zoomed = useRef(false);
   // The chart is rebuilt only when its shape changes (series, axes, scale); new points of the same
   // series go through setData, so a live chart keeps its zoom and does not flicker.
-  const shape = [props.lines.map((l) => l.label).join("\u0000"), props.logScale, props.time, props.xLabel, props.yLabel, props.height].join("|");
+  const shape = [props.lines.map((l) => l.label + (l.dashed ? "~" : "")).join("\u0000"), props.logScale, props.time, props.xLabel, props.yLabel, props.height].join("|");
 
   useEffect(() => {
     const el = box.current;
@@ -51,12 +69,16 @@ export function Chart(props: { lines: Line[]; xLabel: string; yLabel: string; lo
         { label: props.yLabel, stroke: "#5b6472", grid: { stroke: "#eef0f3" }, size: 64 },
       ],
       legend: { live: true },
-      cursor: { drag: { x: true, y: false } },
+      cursor: { drag: { x: true, y: false }, focus: { prox: 24 } },
+      focus: { alpha: 0.35 },
       series: [
         { label: props.xLabel },
-        ...props.lines.map((l, i) => ({ label: l.label, stroke: color(i), width: 1.6, spanGaps: true, points: { size: 4 } })),
+        ...props.lines.map((l, i) => ({ label: l.label, stroke: color(i), width: 1.6, spanGaps: true, points: { size: 4 }, dash: l.dashed ? [6, 4] : undefined })),
       ],
-      hooks: { setSelect: [(u) => { if (u.select.width > 0) zoomed.current = true; }] },
+      hooks: {
+        setSelect: [(u) => { if (u.select.width > 0) zoomed.current = true; }],
+        setSeries: [(_u, idx) => onFocus.current?.(idx == null || idx < 1 ? null : idx - 1)],
+      },
     };
     const u = new uPlot(opts, align(props.lines), el);
     chart.current = u;

@@ -1,15 +1,26 @@
 // Learning curves: one chosen metric for many trials, from GET /api/v1/trials/time-series with
 // `maxDatapoints` (the master downsamples each series, keeping its ends and extremes). X axis in
-// batches or wall-clock time, optional log scale.
+// batches, epochs (when the trials report `epochs`) or wall-clock time; log scale; EMA smoothing;
+// hovering a line names its trial and hyperparameters; trials the adaptive searcher stopped
+// early are dashed.
 
 import { useMemo, useState } from "preact/hooks";
-import { api } from "../api";
+import { api, type Trial } from "../api";
+import { flattenHparams, fmtTick, smooth } from "./hparams";
 import { Chart, type Line } from "./Chart";
 import { useResource } from "./data";
 import { ErrorBanner, Spinner } from "./ui";
 
 /** Points per series: about one per horizontal pixel of the chart. */
 export const MAX_DATAPOINTS = 1000;
+/** Points of all series together: many trials share the budget (at least MIN_DATAPOINTS each). */
+export const MAX_TOTAL_POINTS = 50_000;
+export const MIN_DATAPOINTS = 100;
+
+/** Points asked per series when `trials` series are drawn at once. */
+export function pointsPerSeries(trials: number): number {
+  return Math.max(MIN_DATAPOINTS, Math.min(MAX_DATAPOINTS, Math.floor(MAX_TOTAL_POINTS / Math.max(1, trials))));
+}
 
 export function LearningCurves(props: {
   trialIds: number[];
@@ -19,32 +30,45 @@ export function LearningCurves(props: {
   /** A change (the owner's state) fetches the series once more, e.g. the last points after it ends. */
   refreshKey?: unknown;
   labelPrefix?: string;
+  /** The trials (for the hover's hyperparameters). */
+  trials?: Trial[];
+  /** Trial ids the searcher stopped early: drawn dashed. */
+  stopped?: Set<number>;
 }) {
   const initial = props.defaultMetric && props.metrics.includes(props.defaultMetric) ? props.defaultMetric : props.metrics[0];
   const [metric, setMetric] = useState<string | undefined>(initial);
-  const [xAxis, setXAxis] = useState<"batches" | "time">("batches");
+  const [xAxis, setXAxis] = useState<"batches" | "epochs" | "time">("batches");
+  const [smoothing, setSmoothing] = useState(0);
+  const [focus, setFocus] = useState<number | null>(null);
   const [log, setLog] = useState(false);
   const chosen = metric && props.metrics.includes(metric) ? metric : initial;
   const ids = props.trialIds.join(",");
 
   const series = useResource(
-    (signal) => (chosen && props.trialIds.length ? api.timeSeries(props.trialIds, [chosen], MAX_DATAPOINTS, signal) : Promise.resolve([])),
+    (signal) => (chosen && props.trialIds.length ? api.timeSeries(props.trialIds, [chosen], pointsPerSeries(props.trialIds.length), signal) : Promise.resolve([])),
     [ids, chosen],
     { intervalMs: 5000, live: () => props.live, refreshKey: props.refreshKey },
   );
 
+  const hasEpochs = useMemo(() => !!series.data?.some((t) => t.metrics.some((m) => m.data.some((p) => typeof p.epoch === "number"))), [series.data]);
+  const x = xAxis === "epochs" && !hasEpochs ? "batches" : xAxis;
+  const shown = useMemo(() => (series.data ?? []).filter((t) => t.metrics.some((m) => m.data.length)), [series.data]);
   const lines: Line[] = useMemo(() => {
-    if (!series.data || !chosen) return [];
+    if (!chosen) return [];
     const name = chosen.slice(chosen.indexOf(".") + 1);
-    return series.data.map((t) => {
-      const points = t.metrics.flatMap((m) => m.data).filter((p) => typeof p.values[name] === "number");
+    return shown.map((t) => {
+      const points = t.metrics.flatMap((m) => m.data).filter((p) => typeof p.values[name] === "number" && (x !== "epochs" || typeof p.epoch === "number"));
+      const stopped = props.stopped?.has(t.trial.id);
       return {
-        label: `${props.labelPrefix ?? "Trial"} ${t.trial.id}`,
-        xs: points.map((p) => (xAxis === "batches" ? p.batches : new Date(p.time).getTime() / 1000)),
-        ys: points.map((p) => p.values[name] as number),
+        label: `${props.labelPrefix ?? "Trial"} ${t.trial.id}${stopped ? " (stopped early)" : ""}`,
+        xs: points.map((p) => (x === "batches" ? p.batches : x === "epochs" ? (p.epoch as number) : new Date(p.time).getTime() / 1000)),
+        ys: smooth(points.map((p) => p.values[name] as number), smoothing),
+        dashed: stopped,
       };
     });
-  }, [series.data, chosen, xAxis]);
+  }, [shown, chosen, x, smoothing, props.stopped]);
+  const focused = focus !== null ? shown[focus]?.trial : undefined;
+  const focusedHps = focused ? flattenHparams((props.trials?.find((t) => t.id === focused.id) ?? focused).hparams) : {};
 
   if (!props.metrics.length) return <p class="muted">No metrics reported yet.</p>;
   return (
@@ -56,18 +80,30 @@ export function LearningCurves(props: {
           </select>
         </label>
         <label>X axis{" "}
-          <select value={xAxis} onChange={(e) => setXAxis(e.currentTarget.value as "batches" | "time")}>
+          <select value={x} onChange={(e) => setXAxis(e.currentTarget.value as "batches" | "epochs" | "time")} data-testid="x-axis-select">
             <option value="batches">Batches</option>
+            {hasEpochs && <option value="epochs">Epochs</option>}
             <option value="time">Time</option>
           </select>
         </label>
-        <label class="check"><input type="checkbox" checked={log} onChange={(e) => setLog(e.currentTarget.checked)} /> Log scale</label>
+        <label class="check"><input type="checkbox" checked={log} onChange={(e) => setLog(e.currentTarget.checked)} data-testid="log-scale" /> Log scale</label>
+        <label>Smoothing{" "}
+          <input type="range" min={0} max={0.99} step={0.01} value={smoothing} onInput={(e) => setSmoothing(Number(e.currentTarget.value))} data-testid="smoothing" />
+          <span class="muted small"> {smoothing.toFixed(2)}</span>
+        </label>
         <span class="muted small">Drag to zoom, double-click to reset.</span>
       </div>
       {series.error && <ErrorBanner error={series.error} retry={series.reload} />}
       {series.data ? (
         lines.some((l) => l.xs.length) ? (
-          <Chart lines={lines} xLabel={xAxis === "batches" ? "Batches" : "Time"} yLabel={chosen ?? ""} logScale={log} time={xAxis === "time"} testId="learning-curve" />
+          <>
+            <Chart lines={lines} xLabel={x === "batches" ? "Batches" : x === "epochs" ? "Epochs" : "Time"} yLabel={chosen ?? ""} logScale={log} time={x === "time"} testId="learning-curve" onFocus={setFocus} />
+            <div class="muted small hover-line" data-testid="curve-hover">
+              {focused
+                ? `Trial ${focused.id}${props.stopped?.has(focused.id) ? " (stopped early)" : ""}: ${Object.entries(focusedHps).map(([k, v]) => `${k}=${typeof v === "number" ? fmtTick(v) : v}`).join(", ") || "no hyperparameters"}`
+                : "Hover a line for its trial and hyperparameters."}
+            </div>
+          </>
         ) : (
           <p class="muted">No {chosen} points yet.</p>
         )

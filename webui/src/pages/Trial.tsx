@@ -1,10 +1,13 @@
-// /experiments/:e/trials/:t: the trial's metric chart, hyperparameters and logs (live follow).
+// /experiments/:e/trials/:t: the trial's metric chart, hyperparameters, workloads, checkpoints (with
+// download) and logs (live follow, level filter, search, download).
 
 import { api } from "../api";
 import { useResource } from "../components/data";
 import { DASH, fmtDuration, fmtNumber, fmtTime, fmtValue, isLive } from "../components/format";
 import { LearningCurves } from "../components/LearningCurves";
+import { Checkpoints } from "../components/Checkpoints";
 import { Logs } from "../components/Logs";
+import { Workloads } from "../components/Workloads";
 import { metricIds, searcherMetricId } from "../components/metrics";
 import { Card, ErrorBanner, ErrorView, NotFound, PageHeader, Spinner, StateBadge } from "../components/ui";
 
@@ -60,6 +63,12 @@ export function Trial({ experimentId, trialId }: { experimentId: number; trialId
           </Card>
         </div>
       </div>
+      <Card title="Workloads">
+        <Workloads trialId={t.id} live={live} refreshKey={t.state} />
+      </Card>
+      <Card title="Checkpoints">
+        <Checkpoints trialId={t.id} metric={e?.searcherMetric} live={live} refreshKey={t.state} />
+      </Card>
       <Card title="Logs">
         <Logs trialId={t.id} live={live} />
       </Card>

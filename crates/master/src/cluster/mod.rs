@@ -13,8 +13,8 @@
 mod allocations;
 mod command;
 mod hooks;
-mod node_controls;
 mod job_queue;
+mod node_controls;
 mod orchestrator;
 mod reattach;
 pub mod rm;

@@ -5,6 +5,7 @@
 
 pub mod experiment_state;
 pub mod generic_task;
+pub mod hp_importance;
 pub mod search_config;
 mod states;
 pub mod task_container_defaults;

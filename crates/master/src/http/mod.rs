@@ -17,6 +17,7 @@ mod experiment_wire;
 mod experiments;
 mod extract;
 mod generic_tasks;
+mod hp_importance;
 mod info;
 mod jobs;
 mod logs;
@@ -137,6 +138,7 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/experiments/{id}/checkpoints", get(experiment_items::checkpoints))
         .route("/api/v1/experiments/{id}/model_def", get(experiment_items::model_def))
         .route("/api/v1/experiments/{id}/searcher/state", get(searcher_state::searcher_state))
+        .route("/api/v1/experiments/{id}/hyperparameter-importance", get(hp_importance::hp_importance))
         .route("/api/v1/trials/{id}", get(experiment_items::trial).patch(unmanaged::patch_trial))
         .route("/api/v1/trials", post(unmanaged::create_trial).put(unmanaged::put_trial))
         .route("/api/v1/trials/{id}/start", post(unmanaged::start_trial))

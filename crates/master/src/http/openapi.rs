@@ -21,6 +21,7 @@ use utoipa::{Modify, OpenApi};
         super::allocation_csv::allocations_raw,
         super::preview::preview_hp_search,
         super::searcher_state::searcher_state,
+        super::hp_importance::hp_importance,
         super::auth::login,
         super::auth::logout,
         super::auth::me,

@@ -17,6 +17,7 @@ mod experiments;
 mod fit_check;
 mod generic_tasks;
 pub mod go_duration;
+pub mod hp_importance;
 pub mod idle_tasks;
 pub mod input_limits;
 pub mod jobs;

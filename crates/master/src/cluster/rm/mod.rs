@@ -9,17 +9,17 @@
 
 mod agents;
 pub(super) mod gang;
+mod job_queue;
 pub mod node_control;
 pub(super) mod pools;
-mod job_queue;
 
 use std::collections::BTreeMap;
 
 use resolute_api::agent_protocol::{StartTask, TaskExitInfo};
 
 pub use agents::{AgentInput, AgentResourceManager};
-pub use node_control::{ControlError, NodeAction, NodeCommand, NodeControlled};
 pub use job_queue::{JobQueueView, JobUpdate};
+pub use node_control::{ControlError, NodeAction, NodeCommand, NodeControlled};
 
 use super::view::ClusterView;
 
