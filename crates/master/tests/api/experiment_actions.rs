@@ -127,8 +127,10 @@ pub async fn labels_and_patch(m: &TestMaster) {
     let r = m.patch(&format!("/api/v1/experiments/{id}"), Some(&admin), json!({"labels": [1, 2]})).await;
     assert_error(&r, 400, "InvalidArgument");
     assert!(r.text.contains("labels"), "{}", r.text);
+    // `det experiment set max-slots`: the job's cap, kept in the stored config.
     let r = m.patch(&format!("/api/v1/experiments/{id}"), Some(&admin), json!({"resources": {"maxSlots": 4}})).await;
-    assert_error(&r, 501, "Unimplemented");
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["experiment"]["config"]["resources"]["max_slots"], 4, "{}", r.text);
     let r = m.get("/api/v1/experiments?labels=cli&labels=a&name=RENAMED", Some(&admin)).await;
     assert_eq!(r.body["pagination"]["total"], 1, "{}", r.text);
 }
