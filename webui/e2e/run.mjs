@@ -286,11 +286,13 @@ try {
   log(step);
 
   step = "a trial page lists its workloads and checkpoints";
-  await page.click("[data-testid=experiment-tabs] a[data-tab=overview]");
+  // The const experiment's trial (completed, so it has validations and checkpoints; an adaptive
+  // search's first row may be a trial ASHA stopped before either).
+  await page.goto(`${base}/experiments/${expId}`);
   await page.locator("[data-testid=trials-table] tbody tr a").first().click();
   await page.waitForURL((u) => /^\/experiments\/\d+\/trials\/\d+$/.test(u.pathname));
-  await page.locator('[data-testid=workloads-table] tr[data-kind=validation]').first().waitFor({ timeout: 15000 });
-  await page.locator("[data-testid=checkpoints-table] [data-testid=checkpoint-download]").first().waitFor({ timeout: 15000 });
+  await page.locator('[data-testid=workloads-table] tr[data-kind=validation]').first().waitFor({ timeout: 30000 });
+  await page.locator("[data-testid=checkpoints-table] [data-testid=checkpoint-download]").first().waitFor({ timeout: 30000 });
   await noPlaceholders();
   await shot("14-trial-workloads");
   log(step);
@@ -346,7 +348,7 @@ try {
   await page.locator("[data-testid=agent-status]").getByText("Enabled").first().waitFor();
   await page.locator("[data-testid=cluster-usage]").getByText("Slots in use").waitFor();
   await noPlaceholders();
-  await shot("10-cluster");
+  await shot("20-cluster");
   log(step);
 
   step = "JupyterLab is launched from the tasks page and opens through the proxy";
@@ -360,15 +362,15 @@ try {
   const nbId = await nbRow.getAttribute("data-task-id");
   await page.locator(`tr[data-task-id="${nbId}"][data-ready="1"] [data-testid=open-task]`).waitFor({ timeout: 180000 });
   await noPlaceholders();
-  await shot("11-tasks");
-  const href = await page.locator(`tr[data-task-id="${nbId}"] [data-testid=open-task]`).getAttribute("href");
-  assert(href === `/proxy/${nbId}/`, `the notebook opens at ${href}`);
+  await shot("21-tasks");
+  const nbHref = await page.locator(`tr[data-task-id="${nbId}"] [data-testid=open-task]`).getAttribute("href");
+  assert(nbHref === `/proxy/${nbId}/`, `the notebook opens at ${nbHref}`);
   const [lab] = await Promise.all([context.waitForEvent("page"), page.click(`tr[data-task-id="${nbId}"] [data-testid=open-task]`)]);
   await lab.waitForLoadState();
   // JupyterLab's own shell, drawn by its scripts (all fetched through the proxy).
   await lab.locator(".jp-LabShell").first().waitFor({ timeout: 90000 });
   await lab.locator(".jp-Launcher, .jp-DirListing").first().waitFor({ timeout: 60000 });
-  await lab.screenshot({ path: join(shots, "12-jupyterlab.png") });
+  await lab.screenshot({ path: join(shots, "22-jupyterlab.png") });
   await lab.close();
   log(step);
 
@@ -388,7 +390,7 @@ try {
   await page.locator("[data-testid=bulk-bar] button", { hasText: "Pause" }).click();
   await page.locator("[data-testid=bulk-result]").getByText("2 succeeded, 1 failed").waitFor();
   await bulkRow(expId).locator("[data-testid=row-error]").waitFor();
-  await shot("13-bulk-failure");
+  await shot("23-bulk-failure");
   await page.goto(`${base}/experiments`);
   for (const id of bulkIds) await bulkRow(id).locator("[data-testid=select-row]").check();
   page.once("dialog", (d) => d.accept());
@@ -396,7 +398,7 @@ try {
   await page.locator("[data-testid=bulk-result]").getByText("2 succeeded.").waitFor();
   for (const id of bulkIds) await bulkRow(id).locator('[data-state="STATE_CANCELED"]').waitFor({ timeout: 30000 });
   await noPlaceholders();
-  await shot("14-bulk-kill");
+  await shot("24-bulk-kill");
   log(step);
 
   step = "the TensorBoard bulk action opens the tasks page for the selected experiments";
@@ -414,7 +416,7 @@ try {
   await page.locator(".opblock-tag", { hasText: /^Experiments/ }).first().click();
   await page.waitForFunction(() => document.querySelectorAll(".opblock").length >= 10, null, { timeout: 30000 });
   await page.locator(".opblock-summary-path", { hasText: "/api/v1/experiments/{id}/kill" }).first().waitFor();
-  await page.screenshot({ path: join(shots, "15-api-docs.png") });
+  await page.screenshot({ path: join(shots, "25-api-docs.png") });
   log(step);
 
   step = "a non-admin sees a 403 message on the admin page";
@@ -486,7 +488,7 @@ try {
   await page.locator(`[data-testid=users-table] tr[data-username="${newUser}"]`).waitFor();
   await page.locator("[data-testid=admin-notice]").getByText(`Created user ${newUser}.`).waitFor();
   await noPlaceholders();
-  await shot("16-admin-users");
+  await shot("26-admin-users");
   await page.click("text=Sign out");
   await page.waitForURL((u) => u.pathname === "/login");
   await page.fill("input[name=username]", newUser);
