@@ -7,7 +7,7 @@ import { api } from "../api";
 import { useResource } from "./data";
 import { DASH, fmtNumber, fmtTime, fmtValue } from "./format";
 import { Link } from "../router";
-import { ErrorBanner, Spinner, StateBadge } from "./ui";
+import { ErrorBanner, Pager, Spinner, StateBadge } from "./ui";
 
 const PAGE = 50;
 const LIVE_STATES = ["STATE_ACTIVE", "STATE_COMPLETED", "STATE_ERROR", "STATE_PARTIALLY_DELETED"];
@@ -75,13 +75,7 @@ export function Checkpoints(props: { experimentId?: number; trialId?: number; me
           </tbody>
         </table>
       </div>
-      {pagination.total > PAGE && (
-        <div class="pager">
-          <button class="small secondary" disabled={page === 0} onClick={() => setPage(page - 1)}>‹ Previous</button>
-          <span>Page {page + 1} of {Math.ceil(pagination.total / PAGE)}</span>
-          <button class="small secondary" disabled={(page + 1) * PAGE >= pagination.total} onClick={() => setPage(page + 1)}>Next ›</button>
-        </div>
-      )}
+      <Pager page={page} pageSize={PAGE} total={pagination.total} onPage={setPage} />
     </div>
   );
 }

@@ -6,7 +6,7 @@ import { useState } from "preact/hooks";
 import { api, type Workload } from "../api";
 import { useResource } from "./data";
 import { DASH, fmtNumber, fmtTime, fmtValue } from "./format";
-import { ErrorBanner, Spinner } from "./ui";
+import { ErrorBanner, Pager, Spinner } from "./ui";
 
 const PAGE = 25;
 
@@ -49,13 +49,7 @@ export function Workloads({ trialId, live, refreshKey }: { trialId: number; live
           </tbody>
         </table>
       </div>
-      {pagination.total > PAGE && (
-        <div class="pager">
-          <button class="small secondary" disabled={page === 0} onClick={() => setPage(page - 1)}>‹ Newer</button>
-          <span>Page {page + 1} of {Math.ceil(pagination.total / PAGE)}</span>
-          <button class="small secondary" disabled={(page + 1) * PAGE >= pagination.total} onClick={() => setPage(page + 1)}>Older ›</button>
-        </div>
-      )}
+      <Pager page={page} pageSize={PAGE} total={pagination.total} onPage={setPage} prev="‹ Newer" next="Older ›" />
     </div>
   );
 }

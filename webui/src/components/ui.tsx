@@ -86,3 +86,23 @@ export function Card({ title, children, extra }: { title?: ComponentChildren; ch
     </section>
   );
 }
+
+/** Previous/next buttons over a server-paged list; nothing when one page holds it all. `page` is
+ * zero-based. */
+export function Pager({ page, pageSize, total, onPage, prev = "‹ Previous", next = "Next ›" }: {
+  page: number;
+  pageSize: number;
+  total: number;
+  onPage: (page: number) => void;
+  prev?: string;
+  next?: string;
+}) {
+  if (total <= pageSize) return null;
+  return (
+    <div class="pager">
+      <button class="small secondary" disabled={page === 0} onClick={() => onPage(page - 1)}>{prev}</button>
+      <span>Page {page + 1} of {Math.ceil(total / pageSize)}</span>
+      <button class="small secondary" disabled={(page + 1) * pageSize >= total} onClick={() => onPage(page + 1)}>{next}</button>
+    </div>
+  );
+}

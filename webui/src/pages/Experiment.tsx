@@ -13,7 +13,7 @@ import { useResource } from "../components/data";
 import { DASH, fmtDuration, fmtNumber, fmtTime, fmtValue, isLive } from "../components/format";
 import { LearningCurves } from "../components/LearningCurves";
 import { metricIds, searcherMetricId } from "../components/metrics";
-import { Card, ErrorBanner, ErrorView, NotFound, PageHeader, Progress, Spinner, StateBadge } from "../components/ui";
+import { Card, ErrorBanner, ErrorView, NotFound, PageHeader, Pager, Progress, Spinner, StateBadge } from "../components/ui";
 import { Link, setQuery, useLocation } from "../router";
 
 const TRIALS_PAGE = 100;
@@ -118,13 +118,7 @@ export function Experiment({ id }: { id: number }) {
           <Card title={`Trials${trials.data ? ` (${trials.data.pagination.total})` : ""}`}>
             {trials.error && <ErrorBanner error={trials.error} retry={trials.reload} />}
             {trials.data ? <TrialsTable experimentId={e.id} trials={trialList} metric={e.searcherMetric} searcher={searcherByTrial} /> : !trials.error && <Spinner />}
-            {trials.data && trials.data.pagination.total > TRIALS_PAGE && (
-              <div class="pager">
-                <button class="small secondary" disabled={trialPage === 0} onClick={() => setTrialPage(trialPage - 1)}>‹ Previous</button>
-                <span>Page {trialPage + 1} of {Math.ceil(trials.data.pagination.total / TRIALS_PAGE)}</span>
-                <button class="small secondary" disabled={(trialPage + 1) * TRIALS_PAGE >= trials.data.pagination.total} onClick={() => setTrialPage(trialPage + 1)}>Next ›</button>
-              </div>
-            )}
+            {trials.data && <Pager page={trialPage} pageSize={TRIALS_PAGE} total={trials.data.pagination.total} onPage={setTrialPage} />}
           </Card>
         </>
       )}
