@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::cluster_loop::FakeAgent;
 use crate::harness::TestMaster;
-use crate::master_restart::{ASHA, searcher_trial};
+use crate::master_restart::{asha_with_the_first_trial_promoted, searcher_trial};
 use crate::runtime_support::{metrics_body, report_validation, task_post};
 
 fn still_running(start: &StartTask) -> RunningTask {
@@ -22,16 +22,7 @@ fn still_running(start: &StartTask) -> RunningTask {
 }
 
 pub async fn restarted_master_reattaches_running_trials(m: TestMaster) {
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let token = m.login("determined", "").await;
-    let mut agent = FakeAgent::connect(&m, "agent-1", 2).await;
-    let r = m.post("/api/v1/experiments", Some(&token), json!({"config": ASHA, "modelDefinition": [], "activate": true})).await;
-    assert_eq!(r.status, 200, "{}", r.text);
-    let exp = r.body["experiment"]["id"].as_i64().unwrap();
-    let (first, second) = (agent.next_start().await, agent.next_start().await);
-    report_validation(&m, &first, 10, 0.1).await;
-    searcher_trial(&m, &token, exp, &first.env["DET_TRIAL_ID"], 1, "training").await;
-    drop(agent);
+    let (exp, first, second) = asha_with_the_first_trial_promoted(&m).await;
 
     let m = m.restart().await;
     let token = m.login("determined", "").await;

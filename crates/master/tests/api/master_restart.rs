@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use resolute_api::agent_protocol::MasterToAgent;
+use resolute_api::agent_protocol::{MasterToAgent, StartTask};
 use serde_json::{Value, json};
 
 use crate::cluster_loop::FakeAgent;
@@ -34,18 +34,25 @@ pub async fn searcher_trial(m: &TestMaster, token: &str, exp: i64, trial: &str, 
     panic!("trial {trial} never reached rung {rung} with decision {decision}: {last}");
 }
 
-pub async fn restarted_master_resumes_trials_and_search(m: TestMaster) {
+/// The ASHA search both restart tests begin with: two trials started on one 2-slot agent, the
+/// first reaching rung 0 alone and promoted (training on toward rung 1); then the agent is gone.
+/// The experiment and the two starts.
+pub async fn asha_with_the_first_trial_promoted(m: &TestMaster) -> (i64, StartTask, StartTask) {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let token = m.login("determined", "").await;
-    let mut agent = FakeAgent::connect(&m, "agent-1", 2).await;
+    let mut agent = FakeAgent::connect(m, "agent-1", 2).await;
     let r = m.post("/api/v1/experiments", Some(&token), json!({"config": ASHA, "modelDefinition": [], "activate": true})).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let exp = r.body["experiment"]["id"].as_i64().unwrap();
     let (first, second) = (agent.next_start().await, agent.next_start().await);
-    // The first reaches rung 0 alone and is promoted: it trains on toward rung 1.
-    report_validation(&m, &first, 10, 0.1).await;
-    searcher_trial(&m, &token, exp, &first.env["DET_TRIAL_ID"], 1, "training").await;
+    report_validation(m, &first, 10, 0.1).await;
+    searcher_trial(m, &token, exp, &first.env["DET_TRIAL_ID"], 1, "training").await;
     drop(agent);
+    (exp, first, second)
+}
+
+pub async fn restarted_master_resumes_trials_and_search(m: TestMaster) {
+    let (exp, first, second) = asha_with_the_first_trial_promoted(&m).await;
 
     let m = m.restart_with(|c| c.agent_reattach_wait = 0).await;
     let token = m.login("determined", "").await;
