@@ -223,7 +223,14 @@ try {
   await page.locator("[data-testid=smoothing]").fill("0.6");
   await page.locator("[data-testid=log-scale]").check();
   await page.locator("[data-testid=learning-curve] canvas").waitFor();
-  const box = await page.locator("[data-testid=learning-curve] .u-over").boundingBox();
+  // Switching the scale rebuilds the chart: wait until the new plot's overlay has settled.
+  let box = null;
+  for (let t = 0; t < 50 && !box; t++) {
+    await page.locator("[data-testid=learning-curve] .u-over").waitFor();
+    box = await page.locator("[data-testid=learning-curve] .u-over").boundingBox();
+    if (!box) await page.waitForTimeout(100);
+  }
+  assert(box, "the learning curve's plot area never appeared");
   // uPlot focuses the line nearest the cursor (within 24 px): sweep the plot until one is.
   sweep: for (let j = 1; j <= 12; j++) {
     for (let i = 1; i <= 12; i++) {
