@@ -108,7 +108,7 @@ pub struct Experiment {
     pub searcher_metric: String,
     #[serde(default)]
     #[schema(value_type = Object)]
-    pub hyperparameters: Value,
+    pub hyperparameters: crate::raw_json::RawJson,
     pub name: String,
     #[serde(default)]
     pub notes: String,
@@ -128,9 +128,9 @@ pub struct Experiment {
     pub workspace_name: String,
     #[serde(default)]
     pub parent_archived: bool,
-    /// The fully defaulted configuration.
+    /// The fully defaulted configuration (passed through as stored: lists carry one per row).
     #[schema(value_type = Object)]
-    pub config: Value,
+    pub config: crate::raw_json::RawJson,
     /// The YAML as submitted.
     pub original_config: String,
     pub project_owner_id: i32,
@@ -219,7 +219,7 @@ pub struct GetExperimentResponse {
     #[serde(default)]
     pub job_summary: Option<JobSummary>,
     #[schema(value_type = Object)]
-    pub config: Value,
+    pub config: crate::raw_json::RawJson,
 }
 
 /// Query parameters of `GET /api/v1/experiments`. Repeated keys (`states=A&states=B`) give lists.

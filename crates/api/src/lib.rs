@@ -24,6 +24,7 @@ pub mod models;
 pub mod pagination;
 pub mod preview;
 pub mod projects;
+pub mod raw_json;
 pub mod resources;
 pub mod runs;
 pub mod runtime;

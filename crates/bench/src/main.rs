@@ -141,6 +141,10 @@ struct Args {
     /// `asha`: `max_time` in batches (the top rung); rungs are `max_time / 4^k`.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_time: u64,
+    /// `asha`: `max_rungs`. 1 stops no trial early: every trial trains `max_time` batches, which
+    /// makes the run issue 13's makespan benchmark (N equal no-op trials on S slots).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    max_rungs: u64,
     /// `asha`: `reproducibility.experiment_seed`.
     #[arg(long, default_value_t = 1)]
     asha_seed: u32,
@@ -312,7 +316,7 @@ fn asha_plan(args: &Args) -> Result<asha_ideal::AshaPlan> {
         slots: args.asha_slots,
         max_time: args.max_time,
         divisor: 4.0,
-        max_rungs: 4,
+        max_rungs: args.max_rungs as usize,
         unit: Duration::from_secs_f64(args.batch_ms / 1000.0),
         seed: args.asha_seed,
     })

@@ -30,6 +30,7 @@ mod model_webhooks;
 mod model_workloads;
 mod model_workspaces;
 mod sql;
+mod stored_json;
 mod summary;
 mod webhook_store;
 
@@ -80,6 +81,7 @@ pub use model_workspaces::{
 pub use sql::BestTrialValue;
 pub use sql::UnmanagedStart;
 pub use sql::{PostgresOptions, SqlStore};
+pub use stored_json::StoredJson;
 pub use webhook_store::WebhookStore;
 
 use std::collections::BTreeMap;

@@ -6,6 +6,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::StoredJson;
+
 use crate::model::OrderDirection;
 
 /// Id of the default workspace and of its default project, both named "Uncategorized", created
@@ -47,7 +49,7 @@ pub struct ExperimentRecord {
     pub owner_username: String,
     pub project_id: i32,
     pub workspace_id: i32,
-    pub config: Value,
+    pub config: StoredJson,
     pub original_config: String,
     pub archived: bool,
     pub labels: Vec<String>,

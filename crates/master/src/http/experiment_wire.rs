@@ -19,7 +19,8 @@ fn text(value: &Value) -> String {
 
 pub fn experiment(view: ExperimentView) -> Experiment {
     let ExperimentView { record: r, project, num_trials, trial_ids, checkpoints, best_validation, external_id } = view;
-    let searcher = &r.config["searcher"];
+    let summary = crate::services::ConfigSummary::of(&r.config);
+    let text_of = |v: &Option<Value>| v.as_ref().map(text).unwrap_or_default();
     Experiment {
         id: r.id,
         description: r.description,
@@ -33,10 +34,10 @@ pub fn experiment(view: ExperimentView) -> Experiment {
         display_name: r.owner_username.clone(),
         user_id: r.owner_id,
         username: r.owner_username,
-        resource_pool: text(&r.config["resources"]["resource_pool"]),
-        searcher_type: text(&searcher["name"]),
-        searcher_metric: text(&searcher["metric"]),
-        hyperparameters: r.config["hyperparameters"].clone(),
+        resource_pool: text_of(&summary.resources.resource_pool),
+        searcher_type: text_of(&summary.searcher.name),
+        searcher_metric: text_of(&summary.searcher.metric),
+        hyperparameters: summary.hyperparameters.map(resolute_api::raw_json::RawJson).unwrap_or_default(),
         name: r.name,
         notes: r.notes,
         job_id: r.job_id,
@@ -56,7 +57,7 @@ pub fn experiment(view: ExperimentView) -> Experiment {
         unmanaged: r.unmanaged,
         external_experiment_id: external_id,
         model_definition_size: None,
-        config: r.config,
+        config: resolute_api::raw_json::RawJson(r.config.to_raw()),
     }
 }
 

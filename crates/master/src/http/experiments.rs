@@ -94,7 +94,7 @@ fn empty_experiment() -> Experiment {
         resource_pool: String::new(),
         searcher_type: String::new(),
         searcher_metric: String::new(),
-        hyperparameters: Value::Null,
+        hyperparameters: Default::default(),
         name: String::new(),
         notes: String::new(),
         job_id: String::new(),
@@ -105,7 +105,7 @@ fn empty_experiment() -> Experiment {
         workspace_id: 0,
         workspace_name: String::new(),
         parent_archived: false,
-        config: Value::Null,
+        config: resolute_api::raw_json::RawJson::from(&Value::Null),
         original_config: String::new(),
         project_owner_id: 0,
         checkpoint_size: 0,
@@ -173,7 +173,7 @@ pub async fn list(
     responses((status = 200, body = GetExperimentResponse), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
 pub async fn get(State(state): State<AppState>, _caller: Principal, Path(id): Path<String>) -> ApiResult<Json<GetExperimentResponse>> {
     let view = state.experiments.get(parse_id(&id, "experimentId")?).await?;
-    let config = view.record.config.clone();
+    let config = resolute_api::raw_json::RawJson(view.record.config.to_raw());
     let job_summary = crate::services::jobs::summary_of(&state.cluster, &view.record.job_id).and_then(|summary| {
         Some(resolute_api::experiments::JobSummary {
             state: serde_json::from_value(serde_json::Value::String(summary.state)).ok()?,

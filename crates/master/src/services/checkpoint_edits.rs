@@ -188,7 +188,7 @@ fn config_with_policy(mut config: Value, experiment_id: i32, change: GcPolicyCha
 /// its step, and the searcher metric's name. Nothing is changed.
 pub async fn preview_gc(store: &dyn Store, experiment_id: i32, change: GcPolicyChange) -> ApiResult<(Vec<Value>, String)> {
     let experiment = store.experiment_by_id(experiment_id).await?;
-    let config = config_with_policy(experiment.config, experiment_id, change)?;
+    let config = config_with_policy(experiment.config.into_value(), experiment_id, change)?;
     let doomed = store.checkpoints_to_gc(experiment_id, &gc_policy(&config)).await?;
     let mut rows = Vec::with_capacity(doomed.len());
     for uuid in doomed {
@@ -225,7 +225,7 @@ pub async fn change_gc_policy(store: &Arc<dyn Store>, caller: &Principal, experi
             experiment.owner_username
         )));
     }
-    let config = config_with_policy(experiment.config, experiment_id, change)?;
+    let config = config_with_policy(experiment.config.into_value(), experiment_id, change)?;
     // The storage must be one the master can collect from before the policy is stored.
     if let Err(e) = experiment_store(&config)
         && !matches!(e, StorageError::Unsupported(_))

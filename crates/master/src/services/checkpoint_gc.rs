@@ -229,7 +229,7 @@ async fn collect_as_task(store: Arc<dyn Store>, experiment_id: i32, mut request:
     // The stored config is the truth: a policy changed through `PATCH /api/v1/experiments/{id}`
     // after the caller took its copy (the cluster loop keeps one per live experiment) wins.
     if let Ok(experiment) = store.experiment_by_id(experiment_id).await {
-        request.config = experiment.config;
+        request.config = experiment.config.into_value();
     }
     let doomed = match checkpoints_to_collect(store.as_ref(), experiment_id, &request.config, &request.protected).await {
         Ok(doomed) if doomed.is_empty() => return,

@@ -329,7 +329,7 @@ impl ExperimentService {
 
     /// The config the experiment runs with.
     pub async fn config(&self, id: i32) -> ApiResult<Value> {
-        Ok(self.store.experiment_by_id(id).await?.config)
+        Ok(self.store.experiment_by_id(id).await?.config.into_value())
     }
 
     pub async fn list(&self, q: ExperimentListQuery) -> ApiResult<ListPage<ExperimentView>> {
@@ -383,7 +383,7 @@ impl ExperimentService {
             .experiments
             .iter()
             .filter(|r| r.num_trials > 0)
-            .filter_map(|r| match searcher_metric(&r.config) {
+            .filter_map(|r| match ConfigSummary::of(&r.config).searcher_metric() {
                 (Some(_), smaller_is_better) => Some((r.id, smaller_is_better)),
                 _ => None,
             })
@@ -469,6 +469,47 @@ impl ExperimentService {
 }
 
 /// The stored config's `searcher.metric` and `searcher.smaller_is_better` (default true).
+/// The few fields of a stored experiment configuration that a list row shows, read from the
+/// stored text without building the whole document (`StoredJson::read`).
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct ConfigSummary {
+    #[serde(default)]
+    pub searcher: SearcherSummary,
+    #[serde(default)]
+    pub resources: ResourcesSummary,
+    #[serde(default)]
+    pub hyperparameters: Option<Box<serde_json::value::RawValue>>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct SearcherSummary {
+    #[serde(default)]
+    pub name: Option<Value>,
+    #[serde(default)]
+    pub metric: Option<Value>,
+    #[serde(default)]
+    pub smaller_is_better: Option<Value>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct ResourcesSummary {
+    #[serde(default)]
+    pub resource_pool: Option<Value>,
+}
+
+impl ConfigSummary {
+    /// The summary of `config`; a document of another shape summarises as empty.
+    pub fn of(config: &resolute_store::StoredJson) -> Self {
+        config.read().unwrap_or_default()
+    }
+
+    /// As [`searcher_metric`].
+    pub fn searcher_metric(&self) -> (Option<&str>, bool) {
+        let s = &self.searcher;
+        (s.metric.as_ref().and_then(Value::as_str), s.smaller_is_better.as_ref().and_then(Value::as_bool).unwrap_or(true))
+    }
+}
+
 pub fn searcher_metric(config: &Value) -> (Option<&str>, bool) {
     let searcher = &config["searcher"];
     (searcher["metric"].as_str(), searcher["smaller_is_better"].as_bool().unwrap_or(true))

@@ -63,7 +63,9 @@ pub use commands::{CommandService, CommandView, LaunchTask};
 pub use experiment_bulk::BulkAction;
 pub use experiment_changes::ExperimentChanges;
 pub use experiment_items::{CheckpointListQuery, CheckpointView, TrialListQuery, TrialView};
-pub use experiments::{CreatedExperiment, ExperimentListQuery, ExperimentService, ExperimentView, ListPage, NewExperimentRequest};
+pub use experiments::{
+    ConfigSummary, CreatedExperiment, ExperimentListQuery, ExperimentService, ExperimentView, ListPage, NewExperimentRequest,
+};
 pub use generic_tasks::{GenericTaskInfo, NewGenericTask, generic_state};
 pub use idle_tasks::{IdleRule, IdleWatcher};
 pub use loop_hooks::ServiceHooks;

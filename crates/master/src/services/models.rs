@@ -236,7 +236,7 @@ impl ModelService {
             let (training, validation) = reports_at_step(self.store.as_ref(), trial_id, checkpoint.record.steps_completed).await?;
             checkpoint.training_metrics = training;
             checkpoint.validation_metrics = validation;
-            checkpoint.experiment_config = Some(experiment.config);
+            checkpoint.experiment_config = Some(experiment.config.into_value());
             checkpoint.hparams = Some(trial.hparams);
         }
         Ok(ModelVersionView { model, version, checkpoint })

@@ -104,7 +104,7 @@ pub async fn resolve(store: &dyn Store, experiment_ids: &[i32], trial_ids: &[i32
 
     let mut sources = Vec::with_capacity(trials.len());
     for trial in &trials {
-        let config = experiments.get(&trial.experiment_id).map(|e| &e.config).unwrap_or(&Value::Null);
+        let config = experiments.get(&trial.experiment_id).map(|e| e.config.value()).unwrap_or(&Value::Null);
         let event_dir = event_dir(config, &cluster_id, trial.experiment_id, trial.id);
         let bucket_events = bucket_events(config, &cluster_id, trial.experiment_id, trial.id);
         let metrics = if has_event_files(event_dir.as_deref()) {

@@ -141,7 +141,7 @@ impl TrialRuntimeService {
         let (training, validation) = super::reports_at_step(self.store.as_ref(), trial_id, view.record.steps_completed).await?;
         view.training_metrics = training;
         view.validation_metrics = validation;
-        view.experiment_config = Some(experiment.config);
+        view.experiment_config = Some(experiment.config.into_value());
         view.hparams = Some(trial.hparams);
         Ok(view)
     }

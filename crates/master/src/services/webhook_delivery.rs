@@ -248,7 +248,7 @@ impl WebhookDelivery {
             Some(t) => self.store.experiment_by_id(t.experiment_id).await.ok().map(|e| e.config),
             None => None,
         };
-        if !selects(webhook, config.as_ref()) {
+        if !selects(webhook, config.as_deref()) {
             return Ok(None);
         }
         let regex = webhook

@@ -187,7 +187,7 @@ pub async fn gc_runs_as_a_task_with_its_logs(m: &TestMaster) {
         write_files(storage.path(), uuid);
     }
     let exp_id = i32::try_from(exp).unwrap();
-    let config = m.store.experiment_by_id(exp_id).await.unwrap().config;
+    let config = m.store.experiment_by_id(exp_id).await.unwrap().config.into_value();
 
     // A burst of requests returns at once; the runs never overlap, so one task deletes g-100 and
     // the coalesced run after it finds nothing to do (and, as upstream, creates no task).
@@ -226,7 +226,7 @@ pub async fn gc_runs_as_a_task_with_its_logs(m: &TestMaster) {
         seed::checkpoint(m, &s3_trial, uuid, steps, None, "STATE_COMPLETED").await;
     }
     let s3_id = i32::try_from(s3).unwrap();
-    gc.spawn(s3_id, m.store.experiment_by_id(s3_id).await.unwrap().config, Vec::new());
+    gc.spawn(s3_id, m.store.experiment_by_id(s3_id).await.unwrap().config.into_value(), Vec::new());
     let failed = ended_gc_tasks(m, 3).await.into_iter().find(|t| tasks.iter().all(|old| old.task.task_id != t.task.task_id)).unwrap();
     let lines = task_log_lines(m, &admin, &failed.task.task_id).await;
     assert_eq!(lines[0], ("LOG_LEVEL_INFO".to_owned(), format!("deleting 1 checkpoint(s) of experiment {s3}: s-100")));

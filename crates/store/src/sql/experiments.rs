@@ -8,6 +8,7 @@ use sqlx::AssertSqlSafe;
 
 use super::args::{Args, Conditions, bind_args, contains_pattern, direction, escape_like};
 use super::{Pool, SqlStore, expect_row, on_pool, parse_json};
+use crate::StoredJson;
 use crate::error::{StoreError, StoreResult};
 use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, ExperimentSort, NewExperiment};
 
@@ -59,7 +60,7 @@ impl ExperimentRow {
             owner_username: self.owner_username,
             project_id: self.project_id,
             workspace_id: self.workspace_id,
-            config: parse_json("config", &self.config)?,
+            config: StoredJson::from_text(self.config).map_err(|e| StoreError::corrupt("config", e))?,
             original_config: self.original_config,
             archived: self.archived,
             labels,

@@ -26,10 +26,10 @@ pub async fn checkpoint_metadata_is_replaced(store: &dyn Store) {
 
 pub async fn experiment_config_is_replaced(store: &dyn Store) {
     let e = experiment(store, "gc-policy").await;
-    let mut config = e.config.clone();
+    let mut config = e.config.clone().into_value();
     config["checkpoint_storage"] = json!({"type": "shared_fs", "host_path": "/tmp", "save_trial_best": 3});
     store.set_experiment_config(e.id, &config).await.unwrap();
-    assert_eq!(store.experiment_by_id(e.id).await.unwrap().config, config);
+    assert_eq!(*store.experiment_by_id(e.id).await.unwrap().config, config);
     let err = store.set_experiment_config(9999, &config).await.unwrap_err();
     assert!(matches!(err, StoreError::NotFound { entity: "experiment", .. }), "{err:?}");
 }

@@ -33,7 +33,7 @@ pub async fn continue_reopens_trials_and_zeroes_restarts(store: &dyn Store) {
     store.continue_experiment(e.id, "STATE_ERROR", "STATE_ACTIVE", &config, &[failed.id], "STATE_PAUSED").await.unwrap();
     let after = store.experiment_by_id(e.id).await.unwrap();
     assert_eq!((after.state.as_str(), after.end_time, after.progress), ("STATE_ACTIVE", None, Some(0.0)));
-    assert_eq!(after.config, config);
+    assert_eq!(*after.config, config);
     let reopened = store.trial_by_id(failed.id).await.unwrap();
     assert_eq!((reopened.state.as_str(), reopened.restarts, reopened.end_time), ("STATE_PAUSED", 0, None));
     assert_eq!(reopened.run_id, failed.run_id + 2, "a new run after the restart's");

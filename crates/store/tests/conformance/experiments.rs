@@ -33,7 +33,7 @@ pub async fn create_and_fetch_experiment(store: &dyn Store) {
     assert_eq!(created.state, "STATE_ACTIVE");
     assert_eq!((created.owner_id, created.owner_username.as_str()), (owner, "olga"));
     assert_eq!((created.project_id, created.workspace_id), (DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID));
-    assert_eq!(created.config, new.config);
+    assert_eq!(*created.config, new.config);
     assert_eq!(created.original_config, "name: mnist\n");
     assert_eq!(created.labels, ["vision", "baseline"]);
     assert_eq!(created.start_time, start);

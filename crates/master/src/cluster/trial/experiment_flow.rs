@@ -107,7 +107,7 @@ impl Orchestrator {
             id: record.id,
             state,
             config,
-            config_json: record.config.clone(),
+            config_json: record.config.value().clone(),
             owner: record.owner_username.clone(),
             owner_id: record.owner_id,
             job_id: record.job_id.clone(),
