@@ -257,7 +257,7 @@ pub async fn change_experiment_resources(
     job_id: &str,
     priority: Option<i32>,
     weight: Option<f64>,
-    max_slots: Option<i32>,
+    max_slots: Option<Option<i32>>,
 ) -> ApiResult<()> {
     let mut update = JobUpdate::default();
     if let Some(p) = priority {
@@ -273,12 +273,17 @@ pub async fn change_experiment_resources(
         }
         update.weight = Some(w);
     }
-    if let Some(m) = max_slots {
-        let m = u32::try_from(m)
-            .ok()
-            .filter(|m| *m > 0)
-            .ok_or_else(|| ApiError::invalid(format!("resources.maxSlots: {m} is invalid; use 1 or more")))?;
-        update.max_slots = Some(Some(m));
+    match max_slots {
+        None => {}
+        // `det experiment set max-slots ID none`: no cap any more.
+        Some(None) => update.max_slots = Some(None),
+        Some(Some(m)) => {
+            let m = u32::try_from(m)
+                .ok()
+                .filter(|m| *m > 0)
+                .ok_or_else(|| ApiError::invalid(format!("resources.maxSlots: {m} is invalid; use 1 or more, or null for no limit")))?;
+            update.max_slots = Some(Some(m));
+        }
     }
     if update.is_empty() {
         return Ok(());

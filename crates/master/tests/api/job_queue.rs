@@ -205,6 +205,14 @@ pub async fn experiment_resources_change_through_the_queue(m: &TestMaster) {
     refused(&r, 400, "resources.priority");
     let r = m.patch(&format!("/api/v1/experiments/{id}"), Some(&token), json!({"resources": {"maxSlots": 0}})).await;
     refused(&r, 400, "resources.maxSlots");
+    // `det experiment set max-slots ID none` sends `maxSlots: null`: the cap goes, the fourth
+    // trial starts, and the stored config says so; priority and weight stay as they were.
+    let r = m.patch(&format!("/api/v1/experiments/{id}"), Some(&token), json!({"id": id, "resources": {"maxSlots": null}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.body["experiment"]["config"]["resources"]["max_slots"].is_null(), "{}", r.text);
+    let _four = agent.next_start().await;
+    let config = m.get(&format!("/api/v1/experiments/{id}"), Some(&token)).await.body["config"]["resources"].clone();
+    assert_eq!((config["max_slots"].is_null(), config["priority"].as_i64(), config["weight"].as_f64()), (true, Some(7), Some(2.5)));
 }
 
 pub async fn a_changed_priority_survives_a_master_restart(m: TestMaster) {
