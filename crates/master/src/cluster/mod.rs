@@ -16,6 +16,7 @@ mod hooks;
 mod job_queue;
 mod node_controls;
 mod orchestrator;
+mod preemption_timeout;
 mod reattach;
 pub mod rm;
 mod signals;
@@ -98,6 +99,8 @@ pub enum ClusterEvent {
 pub enum Timer {
     /// A gracefully terminated allocation that has not exited by now is killed.
     KillIfRunning { allocation_id: String },
+    /// A preempted trial allocation that has not exited by now is killed (`preemption_timeout`).
+    PreemptionTimeout { allocation_id: String, timeout: Duration },
     /// After a master restart: allocations whose processes have not reattached by now end
     /// (`reattach.rs`).
     ReattachExpired,

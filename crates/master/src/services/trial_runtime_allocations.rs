@@ -100,7 +100,14 @@ impl TrialRuntimeService {
     /// loopback, and is answered at once.
     pub async fn rendezvous(&self, caller: &RuntimeCaller, allocation_id: &str, resources_id: &str) -> ApiResult<Rendezvous> {
         let allocation = self.allocation_for(caller, allocation_id, Access::Read).await?;
-        let containers = self.cluster.view().containers_of(&allocation.allocation_id);
+        let mut containers = self.cluster.view().containers_of(&allocation.allocation_id);
+        if containers.is_empty() && allocation.slots > 1 && allocation.end_time.is_none() {
+            // A process may ask before the loop has published the processes it just started: a
+            // multi-slot allocation may be a gang, so wait for them to show.
+            let id = allocation.allocation_id.as_str();
+            let shown = self.cluster.wait_view(MAX_RENDEZVOUS_WAIT, |view| Some(view.containers_of(id)).filter(|c| !c.is_empty())).await;
+            containers = shown.unwrap_or_default();
+        }
         if containers.is_empty() {
             return Ok(Rendezvous { addresses: vec![format!("127.0.0.1:{RENDEZVOUS_PORT}")], rank: 0, slots: vec![allocation.slots] });
         }
@@ -129,10 +136,7 @@ impl TrialRuntimeService {
             )),
             None => Err(ApiError::new(
                 resolute_api::error::ErrorCode::DeadlineExceeded,
-                format!(
-                    "rendezvous of allocation {id}: not all {ranks} processes started within {} s",
-                    MAX_RENDEZVOUS_WAIT.as_secs()
-                ),
+                format!("rendezvous of allocation {id}: not all {ranks} processes started within {} s", MAX_RENDEZVOUS_WAIT.as_secs()),
             )),
         }
     }

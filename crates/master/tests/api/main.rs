@@ -34,6 +34,7 @@ mod metrics_stream;
 mod models;
 #[path = "../../../store/tests/support/pg_databases.rs"]
 mod pg_databases;
+mod preemption_timeout;
 mod proxy;
 mod resource_pools;
 mod run_actions;
@@ -60,6 +61,7 @@ mod workspaces;
 harness::api_test!(info::info_is_unauthenticated_and_snake_case);
 harness::api_test!(owned resource_pools::pools_are_listed_joined_and_checked);
 harness::api_test!(owned resource_pools::priority_preemption_requeues_without_a_restart);
+harness::api_test!(owned preemption_timeout::a_preempted_trial_that_ignores_the_signal_is_killed_without_a_restart);
 harness::api_test!(resource_pools::without_preemption_higher_priority_waits);
 harness::api_test!(owned resource_pools::fair_share_caps_a_job_at_its_max_slots);
 harness::api_test!(runs_list::runs_list_filters_sorts_and_pages);
