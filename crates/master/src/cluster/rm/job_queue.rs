@@ -75,9 +75,9 @@ pub(super) fn queue_of(pools: &BTreeMap<String, Scheduler>) -> Vec<JobQueueView>
     out
 }
 
-/// Applies `update` to `job_id` in whichever pool queues it. A job the scheduler does not hold
-/// right now (between trials, or finished) is left alone: the caller stores the change for its
-/// next request.
+/// Applies `update` to `job_id` in whichever pool queues it (or holds it between allocations).
+/// A job the scheduler does not hold (not yet queued, or finished) is left alone: the caller
+/// stores the change for its next request.
 pub(super) fn update(pools: &mut BTreeMap<String, Scheduler>, job_id: &str, update: &JobUpdate) -> Result<(), RmError> {
     let job = JobId::new(job_id);
     let Some(scheduler) = pools.values_mut().find(|s| s.has_job(&job)) else { return Ok(()) };
@@ -101,4 +101,12 @@ pub(super) fn update(pools: &mut BTreeMap<String, Scheduler>, job_id: &str, upda
         scheduler.set_max_slots(&job, max_slots)?;
     }
     Ok(())
+}
+
+/// Forgets a finished job in every pool (it may have queued in more than one over its life).
+pub(super) fn forget(pools: &mut BTreeMap<String, Scheduler>, job_id: &str) {
+    let job = JobId::new(job_id);
+    for scheduler in pools.values_mut() {
+        scheduler.forget_job(&job);
+    }
 }
