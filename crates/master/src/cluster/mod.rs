@@ -13,6 +13,7 @@
 mod allocations;
 mod command;
 mod hooks;
+mod job_pool;
 mod job_queue;
 mod node_controls;
 mod orchestrator;

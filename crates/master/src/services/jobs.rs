@@ -228,16 +228,16 @@ pub async fn update(
             QueueAction::AheadOf(anchor) => update.position = Some((QueueMove::AheadOf, anchor)),
             QueueAction::BehindOf(anchor) => update.position = Some((QueueMove::BehindOf, anchor)),
             QueueAction::ResourcePool(pool) => {
+                if pool.trim().is_empty() {
+                    return Err(ApiError::invalid(format!("{field}.resourcePool: name the resource pool to move job {job_id} to")));
+                }
+                cluster.resource_pools().check_exists(&format!("{field}.resourcePool"), &pool).map_err(ApiError::invalid)?;
                 let current = view.jobs.iter().find(|j| j.queue.job_id == job_id).map(|j| j.queue.pool.clone());
                 if current.as_deref() == Some(pool.as_str()) {
                     continue; // already there
                 }
-                return Err(ApiError::new(
-                    resolute_api::error::ErrorCode::FailedPrecondition,
-                    format!(
-                        "{field}.resourcePool: moving job {job_id} to resource pool {pool:?} is not supported yet; cancel it and submit it to that pool"
-                    ),
-                ));
+                // An experiment's trials move (`cluster/job_pool.rs`); the loop refuses other jobs.
+                update.resource_pool = Some(pool);
             }
         }
         changes.push(JobQueueChange { job_id, update });

@@ -21,6 +21,7 @@ mod harness;
 mod hp_importance;
 mod info;
 mod input_limits;
+mod job_pool;
 mod job_queue;
 mod lifecycle;
 mod list_bounds;
@@ -126,6 +127,7 @@ harness::api_test!(job_queue::queue_lists_jobs_in_order_and_updates_reorder_them
 harness::api_test!(job_queue::a_job_that_cannot_fit_says_why);
 harness::api_test!(job_queue::experiment_resources_change_through_the_queue);
 harness::api_test!(job_queue::a_moved_job_keeps_its_place_between_allocations);
+harness::api_test!(owned job_pool::queued_and_running_jobs_move_to_another_pool);
 harness::api_test!(owned job_queue::a_changed_priority_survives_a_master_restart);
 harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
 harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
