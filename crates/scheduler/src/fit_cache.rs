@@ -25,7 +25,7 @@ struct Shape<'a> {
 
 impl<'a> Shape<'a> {
     fn of(req: &'a AllocationRequest) -> Option<Shape<'a>> {
-        req.excluded_agents.is_empty().then(|| Shape { label: req.label.as_str(), slots: req.slots, single_agent: req.single_agent })
+        req.excluded_agents.is_empty().then_some(Shape { label: req.label.as_str(), slots: req.slots, single_agent: req.single_agent })
     }
 }
 
