@@ -216,6 +216,17 @@ fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
     NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f").ok().map(|t| t.and_utc())
 }
 
+/// Whether a gang of `ranks` processes can meet: `Some(true)` once every one of `containers` (the
+/// allocation's, as the loop last published them) is running, `Some(false)` when they are gone
+/// (the allocation ended), `None` while some are still being started.
+fn every_rank_started(containers: &[crate::cluster::ContainerView], ranks: usize) -> Option<bool> {
+    if containers.is_empty() {
+        return Some(false);
+    }
+    let running = containers.iter().filter(|c| c.rendezvous.is_some() && c.state == "STATE_RUNNING").count();
+    (running >= ranks).then_some(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,15 +239,4 @@ mod tests {
         assert_eq!(parse_timestamp("2025-03-19T10:05:00.5").unwrap().to_rfc3339(), "2025-03-19T10:05:00.500+00:00");
         assert!(parse_timestamp("yesterday").is_none());
     }
-}
-
-/// Whether a gang of `ranks` processes can meet: `Some(true)` once every one of `containers` (the
-/// allocation's, as the loop last published them) is running, `Some(false)` when they are gone
-/// (the allocation ended), `None` while some are still being started.
-fn every_rank_started(containers: &[crate::cluster::ContainerView], ranks: usize) -> Option<bool> {
-    if containers.is_empty() {
-        return Some(false);
-    }
-    let running = containers.iter().filter(|c| c.rendezvous.is_some() && c.state == "STATE_RUNNING").count();
-    (running >= ranks).then_some(true)
 }
