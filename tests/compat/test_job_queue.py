@@ -161,6 +161,10 @@ def test_experiment_set_priority_and_max_slots(one_slot: Master, tmp_path: Path)
         wait_for("priority 3 in the queue", lambda: job_of(one_slot, "tuned")["priority"] == 3 or None, timeout=30)
         config = session(one_slot).get(f"api/v1/experiments/{exp}").json()["config"]
         assert (config["resources"]["priority"], config["resources"]["max_slots"]) == (3, 1)
+        # `none` clears the cap (the CLI sends `maxSlots: null`).
+        assert "to None" in det.ok("experiment", "set", "max-slots", str(exp), "none")
+        config = session(one_slot).get(f"api/v1/experiments/{exp}").json()["config"]
+        assert (config["resources"]["priority"], config["resources"]["max_slots"]) == (3, None)
         out = det.fails("experiment", "set", "priority", str(exp), "0")
         assert "resources.priority" in out, out
     finally:

@@ -16,6 +16,8 @@ pub enum ErrorCode {
     Internal,
     Unavailable,
     Unauthenticated,
+    /// A long wait ran out (e.g. a rendezvous whose gang never all started).
+    DeadlineExceeded,
 }
 
 impl ErrorCode {
@@ -31,6 +33,7 @@ impl ErrorCode {
             ErrorCode::Internal => 13,
             ErrorCode::Unavailable => 14,
             ErrorCode::Unauthenticated => 16,
+            ErrorCode::DeadlineExceeded => 4,
         }
     }
 
@@ -47,6 +50,7 @@ impl ErrorCode {
             ErrorCode::Internal => "Internal",
             ErrorCode::Unavailable => "Unavailable",
             ErrorCode::Unauthenticated => "Unauthenticated",
+            ErrorCode::DeadlineExceeded => "DeadlineExceeded",
         }
     }
 
@@ -62,6 +66,7 @@ impl ErrorCode {
             ErrorCode::Unimplemented => 501,
             ErrorCode::Internal => 500,
             ErrorCode::Unavailable => 503,
+            ErrorCode::DeadlineExceeded => 504,
         }
     }
 }

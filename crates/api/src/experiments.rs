@@ -283,12 +283,21 @@ pub struct GetExperimentsResponse {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PatchExperimentResources {
-    #[serde(default, alias = "max_slots")]
-    pub max_slots: Option<i32>,
+    /// Absent: unchanged; `null`: cleared (`det experiment set max-slots ID none`); a number:
+    /// the new cap.
+    #[serde(default, alias = "max_slots", deserialize_with = "present_or_null", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i32>, nullable)]
+    pub max_slots: Option<Option<i32>>,
     #[serde(default)]
     pub weight: Option<f64>,
     #[serde(default)]
     pub priority: Option<i32>,
+}
+
+/// A field that is present, `null` included: `Some(None)` for `null`, so that clearing a value
+/// differs from leaving it out (with `#[serde(default)]`, an absent field stays `None`).
+fn present_or_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<i32>>, D::Error> {
+    Option::<i32>::deserialize(deserializer).map(Some)
 }
 
 /// `checkpointStorage` of a PATCH: the GC policy.

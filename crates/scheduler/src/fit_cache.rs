@@ -15,40 +15,41 @@ use crate::free_index::FreeIndex;
 use crate::request::AllocationRequest;
 
 /// What decides whether and how a request without excluded agents fits.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Shape {
-    label: String,
+/// Borrowed from the requests of the pass, so a lookup copies no label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Shape<'a> {
+    label: &'a str,
     slots: u32,
     single_agent: bool,
 }
 
-impl Shape {
-    fn of(req: &AllocationRequest) -> Option<Shape> {
-        req.excluded_agents.is_empty().then(|| Shape { label: req.label.clone(), slots: req.slots, single_agent: req.single_agent })
+impl<'a> Shape<'a> {
+    fn of(req: &'a AllocationRequest) -> Option<Shape<'a>> {
+        req.excluded_agents.is_empty().then_some(Shape { label: req.label.as_str(), slots: req.slots, single_agent: req.single_agent })
     }
 }
 
 #[derive(Debug, Default)]
-pub(crate) struct FitCache {
+pub(crate) struct FitCache<'a> {
     /// Bumped whenever the view gains free slots or aux capacity.
     freed: u64,
     /// Bumped on every change of the view.
     changed: u64,
     /// Shapes that did not fit, with the `freed` generation they were tried at.
-    no_fit: HashMap<Shape, u64>,
+    no_fit: HashMap<Shape<'a>, u64>,
     /// Diagnoses, with the `changed` generation they hold for.
-    diagnoses: HashMap<Shape, (u64, WaitReason)>,
+    diagnoses: HashMap<Shape<'a>, (u64, WaitReason)>,
     /// Shapes for which even every preemption candidate did not make room (see
     /// [`FitCache::no_room`]), with the `freed` generation.
-    no_room: HashMap<Shape, u64>,
+    no_room: HashMap<Shape<'a>, u64>,
     /// The view's agents by label and free slots, built on first use and kept in step by
     /// [`FitCache::held`]; dropped when the view gains slots.
     index: Option<FreeIndex>,
 }
 
-impl FitCache {
+impl<'a> FitCache<'a> {
     /// [`Fitter::find`] on `view`, skipping the search when the shape is known not to fit.
-    pub fn find(&mut self, fitter: &Fitter, req: &AllocationRequest, view: &Agents) -> Option<Vec<Placement>> {
+    pub fn find(&mut self, fitter: &Fitter, req: &'a AllocationRequest, view: &Agents) -> Option<Vec<Placement>> {
         let shape = Shape::of(req);
         if let Some(shape) = &shape
             && self.no_fit.get(shape) == Some(&self.freed)
@@ -66,7 +67,7 @@ impl FitCache {
 
     /// [`Fitter::diagnose`] on `view`, reusing the last diagnosis of the shape while the view is
     /// unchanged.
-    pub fn diagnose(&mut self, fitter: &Fitter, req: &AllocationRequest, view: &Agents) -> WaitReason {
+    pub fn diagnose(&mut self, fitter: &Fitter, req: &'a AllocationRequest, view: &Agents) -> WaitReason {
         let Some(shape) = Shape::of(req) else {
             return fitter.diagnose(req, view);
         };
@@ -84,12 +85,12 @@ impl FitCache {
     /// and the view has gained nothing since. The priority policy visits requests in queue
     /// order and each later request may displace only a subset of what an earlier one could, so
     /// the earlier failure stands.
-    pub fn known_no_room(&self, req: &AllocationRequest) -> bool {
+    pub fn known_no_room(&self, req: &'a AllocationRequest) -> bool {
         Shape::of(req).is_some_and(|shape| self.no_room.get(&shape) == Some(&self.freed))
     }
 
     /// Records that no preemption makes room for this shape (see [`FitCache::known_no_room`]).
-    pub fn no_room(&mut self, req: &AllocationRequest) {
+    pub fn no_room(&mut self, req: &'a AllocationRequest) {
         if let Some(shape) = Shape::of(req) {
             self.no_room.insert(shape, self.freed);
         }

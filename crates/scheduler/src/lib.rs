@@ -20,6 +20,7 @@ mod control;
 mod decisions;
 mod error;
 mod fair_share;
+mod filling;
 mod fit;
 mod fit_cache;
 mod free_index;

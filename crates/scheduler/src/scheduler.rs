@@ -117,19 +117,27 @@ impl Scheduler {
     }
 
     /// Removes a request: cancels it if queued, frees its slots if scheduled. A job with no
-    /// requests left is forgotten, priority and weight included.
+    /// requests left keeps its place, priority, weight and `max_slots` (between one trial's
+    /// allocation and the next, say) until [`Scheduler::forget_job`].
     pub fn release(&mut self, allocation_id: &AllocationId) -> Result<(), SchedulerError> {
         let entry = self.state.entries.remove(allocation_id).ok_or_else(|| SchedulerError::UnknownAllocation(allocation_id.clone()))?;
         if let AllocationState::Scheduled { placements, .. } = &entry.state {
             fit::free(&mut self.state.agents, allocation_id, placements);
         }
         if let Some(job) = self.state.jobs.get_mut(&entry.request.job_id) {
-            job.members -= 1;
-            if job.members == 0 {
-                self.state.jobs.remove(&entry.request.job_id);
-            }
+            job.members = job.members.saturating_sub(1);
         }
         Ok(())
+    }
+
+    /// Forgets a job that has finished: its next request, if any ever comes, queues as a new
+    /// job. A job that still has requests is kept. True if it was forgotten.
+    pub fn forget_job(&mut self, job_id: &JobId) -> bool {
+        if self.state.jobs.get(job_id).is_some_and(|job| job.members == 0) {
+            self.state.jobs.remove(job_id);
+            return true;
+        }
+        false
     }
 
     /// Sets a job's priority (1 highest, 99 lowest); takes effect at the next pass.

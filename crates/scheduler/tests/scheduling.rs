@@ -8,7 +8,7 @@ mod harness;
 use harness::{Harness, POOL, fair_share, priority};
 use resolute_scheduler::{
     AgentId, AgentSpec, AllocationId, AllocationRequest, AllocationState, DeviceType, FittingPolicy, JobId, JobState, LogicalTime,
-    Scheduler, SchedulerConfig, SchedulerError, SchedulingPolicy, WaitReason,
+    QueueMove, Scheduler, SchedulerConfig, SchedulerError, SchedulingPolicy, WaitReason,
 };
 use serde_json::json;
 
@@ -528,9 +528,44 @@ fn invalid_inputs_are_typed_errors() {
     assert!(matches!(SchedulingPolicy::from_type("lottery", false), Err(SchedulerError::UnknownPolicy(_))));
     assert!(matches!("first".parse::<FittingPolicy>(), Err(SchedulerError::UnknownFittingPolicy(_))));
 
-    // Releasing a job's last request forgets the job.
+    // Releasing a job's last request keeps the job until it is forgotten.
     s.release(&"x.1".into()).unwrap();
+    assert_eq!(s.set_priority(&"x".into(), 5), Ok(()));
+    assert!(s.forget_job(&"x".into()));
     assert_eq!(s.set_priority(&"x".into(), 5), Err(SchedulerError::UnknownJob("x".into())));
+}
+
+/// A job whose requests are all released keeps its place (and priority): an experiment moved
+/// ahead of another stays ahead for its next trial's allocation; once forgotten, a job queues
+/// anew at the back.
+#[test]
+fn a_job_between_allocations_keeps_its_place_until_forgotten() {
+    let mut s =
+        Scheduler::new(POOL, SchedulerConfig { policy: SchedulingPolicy::Priority { preemption: false }, ..SchedulerConfig::default() });
+    s.add_agent(AgentSpec::new("a1", POOL).with_slots(DeviceType::Cuda, 1)).unwrap();
+    let request =
+        |job: &str, n: u32, at: u64| AllocationRequest::new(format!("{job}.{n}"), format!("{job}-task"), job, POOL, 1, LogicalTime(at));
+    s.submit(request("a", 1, 1)).unwrap();
+    s.submit(request("b", 1, 2)).unwrap();
+    s.submit(request("c", 1, 3)).unwrap();
+    s.move_job(&"c".into(), &"b".into(), QueueMove::AheadOf).unwrap();
+    let order = |s: &Scheduler| s.job_queue().into_iter().map(|j| j.job_id.as_str().to_owned()).collect::<Vec<_>>();
+    assert_eq!(order(&s), ["a", "c", "b"]);
+    // c's allocation ends (its trial failed) and its next one comes later: still ahead of b.
+    s.release(&"c.1".into()).unwrap();
+    s.submit(request("c", 2, 9)).unwrap();
+    assert_eq!(order(&s), ["a", "c", "b"]);
+    let decisions = s.schedule(LogicalTime(10));
+    assert_eq!(decisions.assignments.iter().map(|a| a.allocation_id.as_str()).collect::<Vec<_>>(), ["a.1"]);
+    s.release(&"a.1".into()).unwrap();
+    let decisions = s.schedule(LogicalTime(11));
+    assert_eq!(decisions.assignments.iter().map(|a| a.allocation_id.as_str()).collect::<Vec<_>>(), ["c.2"], "c kept its place");
+    // A forgotten job queues anew, behind everyone.
+    s.release(&"c.2".into()).unwrap();
+    assert!(s.forget_job(&"c".into()));
+    s.submit(request("c", 3, 12)).unwrap();
+    assert_eq!(order(&s), ["b", "c"]);
+    assert!(!s.forget_job(&"b".into()), "a job with a request is kept");
 }
 
 #[test]

@@ -32,11 +32,25 @@ pub(super) struct AllocationRun {
     pub exits: Vec<(String, Option<i32>, Option<String>)>,
     /// A previous master placed it; its processes have yet to reattach (`reattach.rs`).
     pub reattaching: bool,
+    /// Its `preemption_timeout` deadline is armed (`preemption_timeout.rs`).
+    pub preemption_deadline_armed: bool,
+    /// The master killed it at that deadline: its end is a preemption, not a failure.
+    pub preemption_timed_out: bool,
 }
 
 impl AllocationRun {
     pub fn new(owner: AllocationOwner) -> Self {
-        AllocationRun { owner, containers: 0, running: false, preempted: false, acknowledged: false, exits: Vec::new(), reattaching: false }
+        AllocationRun {
+            owner,
+            containers: 0,
+            running: false,
+            preempted: false,
+            acknowledged: false,
+            exits: Vec::new(),
+            reattaching: false,
+            preemption_deadline_armed: false,
+            preemption_timed_out: false,
+        }
     }
 
     /// Placed and started (not merely queued); one waiting to reattach counts as started.
@@ -209,13 +223,21 @@ impl Orchestrator {
         self.rm.release(allocation_id);
         let preempted = allocation.preempted || allocation.acknowledged || self.handle.signals().is_preempted(allocation_id);
         self.handle.signals().remove(allocation_id);
-        let failure = allocation.exits.iter().find_map(|(_, code, failure)| if *code == Some(0) { None } else { failure.clone() });
-        let succeeded = allocation.exits.iter().all(|(_, code, _)| *code == Some(0));
+        let mut failure = allocation.exits.iter().find_map(|(_, code, failure)| if *code == Some(0) { None } else { failure.clone() });
+        let mut succeeded = allocation.exits.iter().all(|(_, code, _)| *code == Some(0));
         let exit_code = allocation.exits.iter().map(|(_, c, _)| *c).find(|c| *c != Some(0)).flatten().or(Some(0).filter(|_| succeeded));
+        let mut exit_reason = failure.clone();
+        if allocation.preemption_timed_out && !succeeded {
+            // Killed on purpose at the preemption deadline (upstream ignores the errors of an
+            // allocation it killed): recorded as such, decided as a preemption.
+            exit_reason = Some(super::preemption_timeout::timed_out_reason(self.preemption_timeout_of(&allocation.owner)));
+            failure = None;
+            succeeded = true;
+        }
         let patch = AllocationPatch {
             state: Some(AllocationState::Terminated.as_str().into()),
             end_time: Some(db_now()),
-            exit_reason: failure.clone(),
+            exit_reason,
             exit_code,
             ..Default::default()
         };
@@ -233,6 +255,7 @@ impl Orchestrator {
         if let Some(a) = self.allocations.get_mut(allocation_id) {
             a.preempted = true;
             self.handle.signals().preempt(allocation_id);
+            self.arm_preemption_timeout(allocation_id);
         }
     }
 

@@ -130,6 +130,9 @@ impl Orchestrator {
         }
         let queued = self.rm.job_queue();
         let experiment = self.experiments.values().find(|e| &e.job_id == job_id).map(|e| e.id);
+        if let Some(pool) = &update.resource_pool {
+            return self.move_job_to_pool(job_id, experiment, pool).await;
+        }
         if experiment.is_none() && !queued.iter().any(|j| &j.job_id == job_id) {
             return Err(NotFound(format!("job {job_id} not found: it is not an active experiment's job nor queued or running")));
         }

@@ -13,9 +13,11 @@
 mod allocations;
 mod command;
 mod hooks;
+mod job_pool;
 mod job_queue;
 mod node_controls;
 mod orchestrator;
+mod preemption_timeout;
 mod reattach;
 pub mod rm;
 mod signals;
@@ -98,6 +100,8 @@ pub enum ClusterEvent {
 pub enum Timer {
     /// A gracefully terminated allocation that has not exited by now is killed.
     KillIfRunning { allocation_id: String },
+    /// A preempted trial allocation that has not exited by now is killed (`preemption_timeout`).
+    PreemptionTimeout { allocation_id: String, timeout: Duration },
     /// After a master restart: allocations whose processes have not reattached by now end
     /// (`reattach.rs`).
     ReattachExpired,
@@ -110,6 +114,8 @@ pub struct ClusterHandle {
     events: mpsc::UnboundedSender<ClusterEvent>,
     signals: Arc<PreemptionSignals>,
     view: Arc<RwLock<ClusterView>>,
+    /// Woken whenever the loop publishes a new view ([`ClusterHandle::wait_view`]).
+    published: Arc<tokio::sync::Notify>,
     /// The configured resource pools (fixed for the master's life).
     pools: Arc<crate::config::ResourcePools>,
 }
@@ -122,6 +128,7 @@ impl ClusterHandle {
             events,
             signals: Arc::new(PreemptionSignals::default()),
             view: Arc::new(RwLock::new(ClusterView::default())),
+            published: Arc::default(),
             pools: Arc::default(),
         };
         (handle, receiver)
@@ -199,5 +206,24 @@ impl ClusterHandle {
     /// Replaces the published view (the loop calls this after each change).
     pub(crate) fn publish(&self, view: ClusterView) {
         *self.view.write().unwrap_or_else(|p| p.into_inner()) = view;
+        self.published.notify_waiters();
+    }
+
+    /// Long poll on the view: `check`'s first answer, tried now and after every publication, or
+    /// `None` once `timeout` has passed.
+    pub async fn wait_view<T>(&self, timeout: Duration, check: impl Fn(&ClusterView) -> Option<T>) -> Option<T> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // Registered before looking, so a publication in between is not missed.
+            let published = self.published.notified();
+            tokio::pin!(published);
+            published.as_mut().enable();
+            if let Some(answer) = check(&self.view.read().unwrap_or_else(|p| p.into_inner())) {
+                return Some(answer);
+            }
+            if tokio::time::timeout_at(deadline, published).await.is_err() {
+                return None;
+            }
+        }
     }
 }

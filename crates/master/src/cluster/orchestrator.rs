@@ -161,6 +161,10 @@ impl Orchestrator {
                 self.kill_allocation(&allocation_id);
                 Ok(())
             }
+            ClusterEvent::Timer(Timer::PreemptionTimeout { allocation_id, timeout }) => {
+                self.preemption_timed_out(&allocation_id, timeout);
+                Ok(())
+            }
             ClusterEvent::Timer(Timer::ReattachExpired) => self.reattach_expired().await,
         };
         if let Err(e) = result {

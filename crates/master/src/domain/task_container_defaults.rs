@@ -2,7 +2,8 @@
 //! every task's config and every experiment's `environment`, as upstream does. A pool's defaults,
 //! when it has any, replace the master's whole for tasks in that pool (upstream's rule).
 //!
-//! `environment_variables` and `startup_hook` take effect (the hook is written into each task's
+//! `environment_variables`, `startup_hook` and `preemption_timeout` take effect (the timeout
+//! becomes the experiment config's when the config sets none); `environment_variables` and `startup_hook` take effect (the hook is written into each task's
 //! work dir and sourced before the task's own `startup-hook.sh`): our agent runs processes, not
 //! containers, so the image, capability, mount, network and pod keys have nothing to act on. They are accepted and
 //! named in one warning at start-up rather than rejected, so upstream master configs keep working.
@@ -30,7 +31,6 @@ const ACCEPTED_KEYS: &[&str] = &[
     "bind_mounts",
     "work_dir",
     "log_policies",
-    "preemption_timeout",
     "kubernetes",
     "slurm",
     "pbs",
@@ -56,6 +56,9 @@ pub struct TaskContainerDefaults {
     /// `startup_hook` of the master's section, and of each pool that has a section.
     master_hook: Option<String>,
     pool_hooks: BTreeMap<String, Option<String>>,
+    /// `preemption_timeout` (seconds) of the master's section, and of each pool that has one.
+    master_preemption_timeout: Option<u64>,
+    pool_preemption_timeouts: BTreeMap<String, Option<u64>>,
 }
 
 impl TaskContainerDefaults {
@@ -64,20 +67,28 @@ impl TaskContainerDefaults {
     pub fn from_config(master: Option<&Value>, pools: &BTreeMap<String, Value>) -> Result<(Self, Vec<String>), DefaultsError> {
         let mut warnings = Vec::new();
         let master_hook = read_hook("task_container_defaults", master)?;
+        let master_preemption_timeout = read_preemption_timeout("task_container_defaults", master)?;
         let master = read_section("task_container_defaults", master, &mut warnings)?;
         let mut by_pool = BTreeMap::new();
         let mut pool_hooks = BTreeMap::new();
+        let mut pool_preemption_timeouts = BTreeMap::new();
         for (pool, section) in pools {
             let field = format!("resource_pools[{pool}].task_container_defaults");
             pool_hooks.insert(pool.clone(), read_hook(&field, Some(section))?);
+            pool_preemption_timeouts.insert(pool.clone(), read_preemption_timeout(&field, Some(section))?);
             by_pool.insert(pool.clone(), read_section(&field, Some(section), &mut warnings)?);
         }
-        Ok((TaskContainerDefaults { master, pools: by_pool, master_hook, pool_hooks }, warnings))
+        let defaults =
+            TaskContainerDefaults { master, pools: by_pool, master_hook, pool_hooks, master_preemption_timeout, pool_preemption_timeouts };
+        Ok((defaults, warnings))
     }
 
     /// No defaults anywhere: merging changes nothing.
     pub fn is_empty(&self) -> bool {
-        self.master.is_none() && self.pools.values().all(Option::is_none)
+        self.master.is_none()
+            && self.pools.values().all(Option::is_none)
+            && self.master_preemption_timeout.is_none()
+            && self.pool_preemption_timeouts.values().all(Option::is_none)
     }
 
     /// The `startup_hook` a task in `pool` gets: its pool's when the pool has a section, else the
@@ -86,6 +97,21 @@ impl TaskContainerDefaults {
         match self.pool_hooks.get(pool) {
             Some(of_pool) => of_pool.as_deref(),
             None => self.master_hook.as_deref(),
+        }
+    }
+
+    /// Sets an experiment config's `preemption_timeout` from its pool's defaults (or the
+    /// master's) when the config has none.
+    pub fn merge_preemption_timeout_under(&self, config: &mut Value, default_pool: &str) {
+        let pool = config.pointer("/resources/resource_pool").and_then(Value::as_str).filter(|p| !p.is_empty()).unwrap_or(default_pool);
+        let timeout = match self.pool_preemption_timeouts.get(pool) {
+            Some(of_pool) => *of_pool,
+            None => self.master_preemption_timeout,
+        };
+        if let (Some(timeout), Value::Object(root)) = (timeout, config)
+            && root.get("preemption_timeout").is_none_or(Value::is_null)
+        {
+            root.insert("preemption_timeout".to_owned(), timeout.into());
         }
     }
 
@@ -127,9 +153,9 @@ fn read_section(field: &str, section: Option<&Value>, warnings: &mut Vec<String>
             inert.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
         ));
     }
-    for key in
-        section.keys().filter(|k| !["environment_variables", "startup_hook"].contains(&k.as_str()) && !ACCEPTED_KEYS.contains(&k.as_str()))
-    {
+    for key in section.keys().filter(|k| {
+        !["environment_variables", "startup_hook", "preemption_timeout"].contains(&k.as_str()) && !ACCEPTED_KEYS.contains(&k.as_str())
+    }) {
         warnings.push(format!("unknown master config key `{field}.{key}` is ignored"));
     }
     match section.get("environment_variables") {
@@ -137,6 +163,17 @@ fn read_section(field: &str, section: Option<&Value>, warnings: &mut Vec<String>
         Some(vars) => {
             per_device(vars).map(Some).map_err(|message| DefaultsError { field: format!("{field}.environment_variables"), message })
         }
+    }
+}
+
+/// A section's `preemption_timeout`: whole seconds, 0 or more.
+fn read_preemption_timeout(field: &str, section: Option<&Value>) -> Result<Option<u64>, DefaultsError> {
+    match section.and_then(|s| s.get("preemption_timeout")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value.as_u64().map(Some).ok_or_else(|| DefaultsError {
+            field: format!("{field}.preemption_timeout"),
+            message: format!("must be a whole number of seconds (0 or more), found {value}"),
+        }),
     }
 }
 
@@ -226,6 +263,26 @@ mod tests {
     fn defaults(master: Value, pools: &[(&str, Value)]) -> TaskContainerDefaults {
         let pools = pools.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect();
         TaskContainerDefaults::from_config(Some(&master), &pools).unwrap().0
+    }
+
+    #[test]
+    fn preemption_timeout_comes_from_the_pool_or_the_master_unless_the_config_sets_one() {
+        let d = defaults(json!({"preemption_timeout": 30}), &[("gpu", json!({"preemption_timeout": 5})), ("bare", json!({}))]);
+        let mut plain = json!({"entrypoint": "echo"});
+        d.merge_preemption_timeout_under(&mut plain, "default");
+        assert_eq!(plain["preemption_timeout"], 30);
+        let mut in_gpu = json!({"resources": {"resource_pool": "gpu"}});
+        d.merge_preemption_timeout_under(&mut in_gpu, "default");
+        assert_eq!(in_gpu["preemption_timeout"], 5);
+        let mut in_bare = json!({"resources": {"resource_pool": "bare"}});
+        d.merge_preemption_timeout_under(&mut in_bare, "default");
+        assert!(in_bare.get("preemption_timeout").is_none(), "a pool's section replaces the master's: {in_bare}");
+        let mut own = json!({"preemption_timeout": 7});
+        d.merge_preemption_timeout_under(&mut own, "gpu");
+        assert_eq!(own["preemption_timeout"], 7, "the config's own value wins");
+        let bad = TaskContainerDefaults::from_config(Some(&json!({"preemption_timeout": "soon"})), &BTreeMap::new()).unwrap_err();
+        assert_eq!(bad.field, "task_container_defaults.preemption_timeout");
+        assert!(bad.message.contains("whole number of seconds"), "{}", bad.message);
     }
 
     #[test]

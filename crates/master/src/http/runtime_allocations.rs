@@ -110,7 +110,10 @@ pub async fn proxy_address(
 
 #[utoipa::path(get, path = "/api/v1/allocations/{allocationId}/resources/{resourcesId}/rendezvous", tag = "Internal",
     params(("allocationId" = String, Path), ("resourcesId" = String, Path)),
-    responses((status = 200, body = AllocationRendezvousInfoResponse), (status = 501, description = "multi-container allocations", body = ErrorBody)),
+    responses((status = 200, description = "every process of the gang has started (blocks until then, up to 10 minutes)", body = AllocationRendezvousInfoResponse),
+        (status = 400, description = "the allocation ended before all its processes started", body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 504, description = "not every process started within 10 minutes", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn rendezvous(
     State(state): State<AppState>,

@@ -293,6 +293,7 @@ impl ExperimentService {
         let mut config = resolute_expconf::yaml_to_json(text).ok()?;
         let default_pool = self.cluster.resource_pools().default_compute_pool.clone();
         self.container_defaults.merge_under(&mut config, &default_pool);
+        self.container_defaults.merge_preemption_timeout_under(&mut config, &default_pool);
         Some(config.to_string())
     }
 

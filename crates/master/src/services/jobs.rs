@@ -228,16 +228,16 @@ pub async fn update(
             QueueAction::AheadOf(anchor) => update.position = Some((QueueMove::AheadOf, anchor)),
             QueueAction::BehindOf(anchor) => update.position = Some((QueueMove::BehindOf, anchor)),
             QueueAction::ResourcePool(pool) => {
+                if pool.trim().is_empty() {
+                    return Err(ApiError::invalid(format!("{field}.resourcePool: name the resource pool to move job {job_id} to")));
+                }
+                cluster.resource_pools().check_exists(&format!("{field}.resourcePool"), &pool).map_err(ApiError::invalid)?;
                 let current = view.jobs.iter().find(|j| j.queue.job_id == job_id).map(|j| j.queue.pool.clone());
                 if current.as_deref() == Some(pool.as_str()) {
                     continue; // already there
                 }
-                return Err(ApiError::new(
-                    resolute_api::error::ErrorCode::FailedPrecondition,
-                    format!(
-                        "{field}.resourcePool: moving job {job_id} to resource pool {pool:?} is not supported yet; cancel it and submit it to that pool"
-                    ),
-                ));
+                // An experiment's trials move (`cluster/job_pool.rs`); the loop refuses other jobs.
+                update.resource_pool = Some(pool);
             }
         }
         changes.push(JobQueueChange { job_id, update });
@@ -257,7 +257,7 @@ pub async fn change_experiment_resources(
     job_id: &str,
     priority: Option<i32>,
     weight: Option<f64>,
-    max_slots: Option<i32>,
+    max_slots: Option<Option<i32>>,
 ) -> ApiResult<()> {
     let mut update = JobUpdate::default();
     if let Some(p) = priority {
@@ -273,12 +273,17 @@ pub async fn change_experiment_resources(
         }
         update.weight = Some(w);
     }
-    if let Some(m) = max_slots {
-        let m = u32::try_from(m)
-            .ok()
-            .filter(|m| *m > 0)
-            .ok_or_else(|| ApiError::invalid(format!("resources.maxSlots: {m} is invalid; use 1 or more")))?;
-        update.max_slots = Some(Some(m));
+    match max_slots {
+        None => {}
+        // `det experiment set max-slots ID none`: no cap any more.
+        Some(None) => update.max_slots = Some(None),
+        Some(Some(m)) => {
+            let m = u32::try_from(m)
+                .ok()
+                .filter(|m| *m > 0)
+                .ok_or_else(|| ApiError::invalid(format!("resources.maxSlots: {m} is invalid; use 1 or more, or null for no limit")))?;
+            update.max_slots = Some(Some(m));
+        }
     }
     if update.is_empty() {
         return Ok(());

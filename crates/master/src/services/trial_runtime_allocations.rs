@@ -15,6 +15,9 @@ use crate::error::{ApiError, ApiResult};
 /// The longest a preemption long poll waits (the harness asks for 60 s with a 70 s HTTP timeout).
 pub const MAX_PREEMPTION_WAIT: Duration = Duration::from_secs(60);
 
+/// The longest a rendezvous waits for the rest of its gang (upstream: 10 minutes).
+pub const MAX_RENDEZVOUS_WAIT: Duration = Duration::from_secs(600);
+
 /// Port the harness's rendezvous listens on in each container (upstream's first of 1734..1765).
 pub const RENDEZVOUS_PORT: u16 = 1734;
 
@@ -91,29 +94,51 @@ impl TrialRuntimeService {
     }
 
     /// Rendezvous: every container's address (rendezvous port) in rank order, the asking
-    /// container's rank, and each one's slots. A container started without a rendezvous (or an
-    /// allocation not placed yet) is alone, on loopback.
+    /// container's rank, and each one's slots. As upstream's, it blocks until every process of
+    /// the gang has started (its agent reported it running), up to [`MAX_RENDEZVOUS_WAIT`]. A
+    /// container started without a rendezvous (or an allocation not placed yet) is alone, on
+    /// loopback, and is answered at once.
     pub async fn rendezvous(&self, caller: &RuntimeCaller, allocation_id: &str, resources_id: &str) -> ApiResult<Rendezvous> {
         let allocation = self.allocation_for(caller, allocation_id, Access::Read).await?;
-        let containers = self.cluster.view().containers_of(&allocation.allocation_id);
+        let mut containers = self.cluster.view().containers_of(&allocation.allocation_id);
+        if containers.is_empty() && allocation.slots > 1 && allocation.end_time.is_none() {
+            // A process may ask before the loop has published the processes it just started: a
+            // multi-slot allocation may be a gang, so wait for them to show.
+            let id = allocation.allocation_id.as_str();
+            let shown = self.cluster.wait_view(MAX_RENDEZVOUS_WAIT, |view| Some(view.containers_of(id)).filter(|c| !c.is_empty())).await;
+            containers = shown.unwrap_or_default();
+        }
         if containers.is_empty() {
             return Ok(Rendezvous { addresses: vec![format!("127.0.0.1:{RENDEZVOUS_PORT}")], rank: 0, slots: vec![allocation.slots] });
         }
         let Some(own) = containers.iter().find(|c| c.id == resources_id) else {
             return Err(ApiError::not_found(format!("allocation {} has no resources {resources_id}", allocation.allocation_id)));
         };
-        Ok(match &own.rendezvous {
-            Some(r) => Rendezvous {
-                addresses: r.container_addrs.iter().map(|a| format!("{a}:{RENDEZVOUS_PORT}")).collect(),
-                rank: i32::try_from(r.container_rank).unwrap_or(i32::MAX),
-                slots: r.container_slot_counts.iter().map(|s| i32::try_from(*s).unwrap_or(i32::MAX)).collect(),
-            },
-            None => Rendezvous {
+        let Some(r) = &own.rendezvous else {
+            return Ok(Rendezvous {
                 addresses: vec![format!("127.0.0.1:{RENDEZVOUS_PORT}")],
                 rank: 0,
                 slots: vec![i32::try_from(own.slot_ids.len()).unwrap_or(i32::MAX)],
-            },
-        })
+            });
+        };
+        let ranks = r.container_addrs.len();
+        let id = allocation.allocation_id.as_str();
+        let started = self.cluster.wait_view(MAX_RENDEZVOUS_WAIT, |view| every_rank_started(&view.containers_of(id), ranks)).await;
+        match started {
+            Some(true) => Ok(Rendezvous {
+                addresses: r.container_addrs.iter().map(|a| format!("{a}:{RENDEZVOUS_PORT}")).collect(),
+                rank: i32::try_from(r.container_rank).unwrap_or(i32::MAX),
+                slots: r.container_slot_counts.iter().map(|s| i32::try_from(*s).unwrap_or(i32::MAX)).collect(),
+            }),
+            Some(false) => Err(ApiError::new(
+                resolute_api::error::ErrorCode::FailedPrecondition,
+                format!("allocation {id} ended before all {ranks} of its processes started; there is nobody to meet"),
+            )),
+            None => Err(ApiError::new(
+                resolute_api::error::ErrorCode::DeadlineExceeded,
+                format!("rendezvous of allocation {id}: not all {ranks} processes started within {} s", MAX_RENDEZVOUS_WAIT.as_secs()),
+            )),
+        }
     }
 
     /// All-gather among the allocation's processes. Our allocations run one container, so only a
@@ -189,6 +214,17 @@ fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
         return Some(t.with_timezone(&Utc));
     }
     NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f").ok().map(|t| t.and_utc())
+}
+
+/// Whether a gang of `ranks` processes can meet: `Some(true)` once every one of `containers` (the
+/// allocation's, as the loop last published them) is running, `Some(false)` when they are gone
+/// (the allocation ended), `None` while some are still being started.
+fn every_rank_started(containers: &[crate::cluster::ContainerView], ranks: usize) -> Option<bool> {
+    if containers.is_empty() {
+        return Some(false);
+    }
+    let running = containers.iter().filter(|c| c.rendezvous.is_some() && c.state == "STATE_RUNNING").count();
+    (running >= ranks).then_some(true)
 }
 
 #[cfg(test)]

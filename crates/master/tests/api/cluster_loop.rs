@@ -135,12 +135,19 @@ impl FakeAgent {
     /// Waits for the next task start, receives its streamed work-dir archive (put back into
     /// `work_dir_archive_b64`) and reports it running.
     pub async fn next_start(&mut self) -> StartTask {
+        let start = self.next_start_unreported().await;
+        self.state(&start, TaskState::Running, None).await;
+        start
+    }
+
+    /// The next `StartTask` (archive joined), without reporting the process running: as if it
+    /// were still starting (`running` reports it later).
+    pub async fn next_start_unreported(&mut self) -> StartTask {
         loop {
             if let MasterToAgent::StartTask(mut start) = self.recv().await {
                 if let Some(stream) = start.work_dir_archive_stream.clone() {
                     start.work_dir_archive_b64 = Some(self.archive(&start.container_id, stream.chunks).await);
                 }
-                self.state(&start, TaskState::Running, None).await;
                 return *start;
             }
         }

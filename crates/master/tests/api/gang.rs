@@ -68,17 +68,10 @@ pub async fn a_trial_larger_than_any_agent_runs_as_one_gang(m: &TestMaster) {
         assert_eq!(r.container_rank as usize, rank);
         assert_eq!(r.container_slot_counts, vec![2, 2]);
         // The harness's rendezvous API says the same (rendezvous port appended, as upstream's).
+        // It answers once both processes are reported running (no polling needed).
         let path = format!("/api/v1/allocations/{}/resources/{}/rendezvous", start.allocation_id, start.container_id);
-        // (Polled: the loop publishes its view of the started processes just after sending them.)
         let want = json!({"rendezvousInfo": {"addresses": [format!("{chief_address}:1734"), format!("{worker_address}:1734")], "rank": rank, "slots": [2, 2]}});
-        let mut reply = task_get(m, &path, &start.env["DET_SESSION_TOKEN"]).await;
-        for _ in 0..400 {
-            if reply.body == want {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-            reply = task_get(m, &path, &start.env["DET_SESSION_TOKEN"]).await;
-        }
+        let reply = task_get(m, &path, &start.env["DET_SESSION_TOKEN"]).await;
         assert_eq!(reply.status, 200, "{}", reply.text);
         assert_eq!(reply.body, want);
     }
@@ -109,4 +102,34 @@ pub async fn a_trial_larger_than_any_agent_runs_as_one_gang(m: &TestMaster) {
     assert_eq!(trial.restarts, 1, "the gang's failure counts once");
     let allocation = m.store.allocation_by_id(&chief.allocation_id).await.unwrap();
     assert_eq!(allocation.exit_reason.as_deref(), Some("the process exited with code 1"), "the failure that ended it is the worker's");
+}
+
+/// Upstream's rendezvous blocks until every container of the allocation has started: a rank
+/// that asks while another is still starting waits for it, then gets every address.
+pub async fn the_rendezvous_waits_until_every_rank_has_started(m: &TestMaster) {
+    let token = m.login("determined", "").await;
+    let mut a = FakeAgent::connect_at(m, "agent-a", 2, vec!["10.1.0.1".into()]).await;
+    let mut b = FakeAgent::connect_at(m, "agent-b", 2, vec!["10.1.0.2".into()]).await;
+    wait_agents(m, &token, 2).await;
+    let r = m.post("/api/v1/experiments", Some(&token), json!({"config": GANG, "modelDefinition": [], "activate": true})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let (start_a, start_b) = (a.next_start_unreported().await, b.next_start_unreported().await);
+    a.running(&start_a).await;
+    let path = format!("/api/v1/allocations/{}/resources/{}/rendezvous", start_a.allocation_id, start_a.container_id);
+    let ask = task_get(m, &path, &start_a.env["DET_SESSION_TOKEN"]);
+    tokio::pin!(ask);
+    // agent-b's process has not started: the request must still be waiting.
+    let early = tokio::time::timeout(Duration::from_millis(400), ask.as_mut()).await;
+    assert!(early.is_err(), "the rendezvous answered before every rank started: {:?}", early.map(|r| r.text));
+    b.running(&start_b).await;
+    let reply = tokio::time::timeout(Duration::from_secs(30), ask).await.expect("the rendezvous answers once every rank has started");
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let info = &reply.body["rendezvousInfo"];
+    let addresses: Vec<&str> = info["addresses"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let mut sorted = addresses.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, ["10.1.0.1:1734", "10.1.0.2:1734"], "{}", reply.text);
+    assert_eq!(info["slots"], json!([2, 2]));
+    let rank = start_a.rendezvous.as_ref().unwrap().container_rank;
+    assert_eq!(info["rank"], rank);
 }

@@ -205,6 +205,14 @@ pub async fn experiment_resources_change_through_the_queue(m: &TestMaster) {
     refused(&r, 400, "resources.priority");
     let r = m.patch(&format!("/api/v1/experiments/{id}"), Some(&token), json!({"resources": {"maxSlots": 0}})).await;
     refused(&r, 400, "resources.maxSlots");
+    // `det experiment set max-slots ID none` sends `maxSlots: null`: the cap goes, the fourth
+    // trial starts, and the stored config says so; priority and weight stay as they were.
+    let r = m.patch(&format!("/api/v1/experiments/{id}"), Some(&token), json!({"id": id, "resources": {"maxSlots": null}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.body["experiment"]["config"]["resources"]["max_slots"].is_null(), "{}", r.text);
+    let _four = agent.next_start().await;
+    let config = m.get(&format!("/api/v1/experiments/{id}"), Some(&token)).await.body["config"]["resources"].clone();
+    assert_eq!((config["max_slots"].is_null(), config["priority"].as_i64(), config["weight"].as_f64()), (true, Some(7), Some(2.5)));
 }
 
 pub async fn a_changed_priority_survives_a_master_restart(m: TestMaster) {
@@ -218,4 +226,37 @@ pub async fn a_changed_priority_survives_a_master_restart(m: TestMaster) {
     let token = m.login("determined", "").await;
     queue_until(&m, &token, "priority 9 after the restart", |jobs| jobs.first().is_some_and(|j| j["priority"] == 9 && j["name"] == "kept"))
         .await;
+}
+
+/// A job keeps its place in the queue between its allocations: an experiment moved ahead of
+/// another (`POST /api/v1/job-queues` `aheadOf`) whose trial fails and restarts gets the slot
+/// again before the other, instead of queueing anew at the back.
+pub async fn a_moved_job_keeps_its_place_between_allocations(m: &TestMaster) {
+    let token = m.login("determined", "").await;
+    let mut agent = FakeAgent::connect(m, "agent-1", 1).await;
+    let blocker = create(m, &token, "blocker", "").await;
+    let running = agent.next_start().await;
+    assert_eq!(running.env["DET_EXPERIMENT_ID"], blocker.to_string());
+    let a = create(m, &token, "older", "").await;
+    let b = create(m, &token, "moved", "max_restarts: 2\n").await;
+    queue_until(m, &token, "both queued", |jobs| names(jobs) == ["blocker", "older", "moved"]).await;
+    let (job_a, job_b) = (job_id(m, &token, a).await, job_id(m, &token, b).await);
+    let r = m.post("/api/v1/job-queues", Some(&token), json!({"updates": [{"jobId": job_b, "aheadOf": job_a}]})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    queue_until(m, &token, "moved ahead of older", |jobs| names(jobs) == ["blocker", "moved", "older"]).await;
+    agent.exit(&running, 0).await;
+    let first_run = agent.next_start().await;
+    assert_eq!(first_run.env["DET_EXPERIMENT_ID"], b.to_string(), "the moved job starts first");
+    // Its trial fails: the restart is a new allocation of the same job, still ahead of `older`.
+    agent.exit(&first_run, 1).await;
+    let second_run = agent.next_start().await;
+    assert_eq!(
+        (second_run.env["DET_EXPERIMENT_ID"].as_str(), second_run.env["DET_TRIAL_RUN_ID"].as_str()),
+        (b.to_string().as_str(), "2"),
+        "the restarted trial keeps its job's place ahead of `older`"
+    );
+    agent.exit(&second_run, 0).await;
+    let last = agent.next_start().await;
+    assert_eq!(last.env["DET_EXPERIMENT_ID"], a.to_string());
+    agent.exit(&last, 0).await;
 }

@@ -53,7 +53,7 @@ fn command_plan(record: CommandTaskRecord, allocation_id: String) -> LoopResult<
         excluded_nodes: Vec::new(),
         allocation_id: allocation_id.clone(),
         task_id: record.task_id.clone(),
-        job_id: record.job_id,
+        job_id: record.job_id.clone(),
         pool: config.resource_pool.clone(),
         slots: config.slots,
         priority: record.priority.and_then(|p| u32::try_from(p).ok()).or(config.priority),
@@ -73,6 +73,7 @@ fn command_plan(record: CommandTaskRecord, allocation_id: String) -> LoopResult<
         allocation: Some(allocation_id),
         killed: false,
         pausing: false,
+        job_id: record.job_id,
     };
     Ok((run, request))
 }
@@ -155,6 +156,7 @@ impl Orchestrator {
 
     pub(in crate::cluster) async fn end_command(&mut self, task_id: &str, allocation_id: Option<&str>, status: &str) -> LoopResult<()> {
         let Some(run) = self.commands.remove(task_id) else { return Ok(()) };
+        self.rm.forget_job(&run.job_id);
         if run.service.proxy.is_some() {
             self.hooks.service_gone(task_id);
         }

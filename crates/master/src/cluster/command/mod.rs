@@ -33,4 +33,6 @@ pub(in crate::cluster) struct CommandRun {
     pub killed: bool,
     /// A user paused it (generic tasks): its exit leaves the task open, paused.
     pub pausing: bool,
+    /// Its job in the scheduler's queue, forgotten when the task ends.
+    pub job_id: String,
 }

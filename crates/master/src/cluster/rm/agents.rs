@@ -480,6 +480,10 @@ impl ResourceManager for AgentResourceManager {
         super::job_queue::update(&mut self.pools, job_id, update)
     }
 
+    fn forget_job(&mut self, job_id: &str) {
+        super::job_queue::forget(&mut self.pools, job_id);
+    }
+
     fn view(&self) -> ClusterView {
         let pools = self.pools.iter().map(|(name, scheduler)| (name.clone(), scheduler.stats())).collect();
         let mut view = ClusterView { pools, ..ClusterView::default() };

@@ -39,6 +39,9 @@ pub struct JobUpdate {
     pub max_slots: Option<Option<u32>>,
     /// Ahead of or behind this other job.
     pub position: Option<(QueueMove, String)>,
+    /// To this resource pool: carried out by the loop (`cluster/job_pool.rs`), which requeues
+    /// the job's allocations there; a resource manager never sees it.
+    pub resource_pool: Option<String>,
 }
 
 impl JobUpdate {
@@ -75,30 +78,50 @@ pub(super) fn queue_of(pools: &BTreeMap<String, Scheduler>) -> Vec<JobQueueView>
     out
 }
 
-/// Applies `update` to `job_id` in whichever pool queues it. A job the scheduler does not hold
-/// right now (between trials, or finished) is left alone: the caller stores the change for its
-/// next request.
+/// Applies `update` to `job_id` in whichever pool queues it (or holds it between allocations).
+/// A job the scheduler does not hold (not yet queued, or finished) is left alone: the caller
+/// stores the change for its next request.
 pub(super) fn update(pools: &mut BTreeMap<String, Scheduler>, job_id: &str, update: &JobUpdate) -> Result<(), RmError> {
     let job = JobId::new(job_id);
-    let Some(scheduler) = pools.values_mut().find(|s| s.has_job(&job)) else { return Ok(()) };
+    // A job moved to another pool is held by both until its old allocations end: both follow.
+    let holding: Vec<&mut Scheduler> = pools.values_mut().filter(|s| s.has_job(&job)).collect();
+    if holding.is_empty() {
+        return Ok(());
+    }
     if let Some((to, anchor)) = &update.position {
         let anchor = JobId::new(anchor.as_str());
-        if !scheduler.has_job(&anchor) {
+        let Some(scheduler) = holding.into_iter().find(|s| s.has_job(&anchor)) else {
             return Err(RmError::Unavailable(format!(
-                "job {anchor} is not queued in resource pool {} with job {job_id}: only jobs of the same pool can be reordered",
-                scheduler.resource_pool()
+                "job {anchor} is not queued in the resource pool of job {job_id}: only jobs of the same pool can be reordered"
             )));
-        }
+        };
         scheduler.move_job(&job, &anchor, *to)?;
+        return apply_settings(scheduler, &job, update);
     }
-    if let Some(priority) = update.priority {
-        scheduler.set_priority(&job, priority)?;
-    }
-    if let Some(weight) = update.weight {
-        scheduler.set_weight(&job, weight)?;
-    }
-    if let Some(max_slots) = update.max_slots {
-        scheduler.set_max_slots(&job, max_slots)?;
+    for scheduler in holding {
+        apply_settings(scheduler, &job, update)?;
     }
     Ok(())
+}
+
+/// Priority, weight and `max_slots` of `update`, in one pool.
+fn apply_settings(scheduler: &mut Scheduler, job: &JobId, update: &JobUpdate) -> Result<(), RmError> {
+    if let Some(priority) = update.priority {
+        scheduler.set_priority(job, priority)?;
+    }
+    if let Some(weight) = update.weight {
+        scheduler.set_weight(job, weight)?;
+    }
+    if let Some(max_slots) = update.max_slots {
+        scheduler.set_max_slots(job, max_slots)?;
+    }
+    Ok(())
+}
+
+/// Forgets a finished job in every pool (it may have queued in more than one over its life).
+pub(super) fn forget(pools: &mut BTreeMap<String, Scheduler>, job_id: &str) {
+    let job = JobId::new(job_id);
+    for scheduler in pools.values_mut() {
+        scheduler.forget_job(&job);
+    }
 }

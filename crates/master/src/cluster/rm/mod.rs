@@ -134,4 +134,7 @@ pub trait ResourceManager: Send + Sync {
     /// Changes a queued or running job's priority, weight, `max_slots` or place in the queue;
     /// takes effect at the next pass.
     fn update_job(&mut self, job_id: &str, update: &JobUpdate) -> Result<(), RmError>;
+    /// The job has finished (its experiment or task ended): forget its place in the queue,
+    /// which it keeps between allocations until then.
+    fn forget_job(&mut self, job_id: &str);
 }

@@ -399,6 +399,7 @@ impl Orchestrator {
         };
         let from = exp.state;
         let config = exp.config_json.clone();
+        self.rm.forget_job(&exp.job_id);
         self.experiments.remove(&experiment_id);
         if from != target {
             self.store.update_experiment_state_if(experiment_id, &from.stored_names(), target.as_str(), Some(db_now())).await?;
