@@ -285,6 +285,18 @@ impl SoakReport {
             mib(self.anon_peak_kib),
             mib(self.anon_settled_kib)
         );
+        // The start sample is taken before the first read: one pooled SQLite connection, no
+        // statement or page caches filled. The RSS after the first minute of load (every
+        // connection open, caches warm) is the other honest baseline; both are printed.
+        if let Some((secs, warm_kib, warm_anon)) = self.timeline.iter().find(|(s, _, _)| *s >= 60) {
+            println!(
+                "| After the load vs the RSS {}s into the load ({:.1} MiB, heap {:.1}) | | {:+.0} % |",
+                secs,
+                mib(*warm_kib),
+                mib(*warm_anon),
+                (self.rss_settled_kib as f64 / (*warm_kib).max(1) as f64 - 1.0) * 100.0
+            );
+        }
         let minutes: Vec<String> =
             self.timeline.iter().map(|(s, kib, anon)| format!("{}s {:.0} ({:.0} heap)", s, mib(*kib), mib(*anon))).collect();
         println!("\nRSS each minute (MiB): {}", minutes.join(", "));

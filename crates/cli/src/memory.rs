@@ -11,8 +11,13 @@
 //! - each runtime worker collects its heap when it goes idle ([`collect_when_idle`], as the
 //!   runtime's `on_thread_park`), at most once per [`COLLECT_INTERVAL`], so under load the cost
 //!   is a collection a second per worker;
-//! - so do the store's own SQLite threads (the metrics writer, the WAL checkpointer), which are
-//!   not runtime workers, through the store's idle hook (`resolute_store::set_thread_idle_hook`).
+//! - so do the threads the store runs SQLite on (the metrics writer, the WAL checkpointer and
+//!   sqlx's pooled connection threads), which are not runtime workers, through the store's thread
+//!   hook (`resolute_store::set_thread_idle_hook`);
+//! - the master runs without transparent huge pages ([`disable_transparent_huge_pages`]):
+//!   mimalloc asks for them on its arenas (`MADV_HUGEPAGE`), so one live block kept a whole
+//!   2 MiB page resident, and the kernel's khugepaged kept folding sparsely used 4 KiB pages
+//!   back into 2 MiB ones (about 20 MiB of the idle master's heap was such padding).
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -47,4 +52,18 @@ pub fn collect() {
     // SAFETY: `mi_collect` takes no pointers and only touches the calling thread's heap and
     // mimalloc's own (synchronised) arenas.
     unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
+/// Turns transparent huge pages off for this process (`PR_SET_THP_DISABLE`: no huge page is
+/// faulted in or assembled by khugepaged for any of its mappings from now on). Children inherit
+/// the setting; the master starts none. Returns whether the kernel took it.
+pub fn disable_transparent_huge_pages() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        nix::sys::prctl::set_thp_disable(true).is_ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
 }

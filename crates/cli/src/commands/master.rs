@@ -58,6 +58,8 @@ pub fn info(g: &Globals) -> Result<(), CliError> {
 
 /// Serves the master API. The tokio runtime exists only here: client commands stay blocking.
 pub fn run(args: RunArgs) -> Result<(), CliError> {
+    // First, before the heap grows (see `memory.rs`).
+    crate::memory::disable_transparent_huge_pages();
     let config = MasterConfig::load(args.config_file.as_deref(), &args.settings.0)
         .map_err(|e| CliError::msg(format!("invalid master configuration: {e}")))?;
     init_tracing(&config.log.level);

@@ -33,6 +33,7 @@ mod runs;
 mod sessions;
 mod sqlite_checkpoint;
 mod sqlite_metrics;
+mod sqlite_worker_hook;
 mod state_counts;
 mod store_impl;
 mod summary_cache;
@@ -172,6 +173,8 @@ impl SqlStore {
             .min_connections(1)
             .idle_timeout(SQLITE_IDLE_CONNECTION)
             .test_before_acquire(false)
+            // sqlx's connection threads run the store's thread hook too (`sqlite_worker_hook`).
+            .after_connect(|conn, _| Box::pin(sqlite_worker_hook::install(conn)))
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.map_err(StoreError::Migration)?;
