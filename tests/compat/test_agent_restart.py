@@ -3,6 +3,7 @@ processes it left running: the trial goes on in the same process, run and alloca
 restart), every metric is stored once, the lines it printed while the agent was down arrive once
 each, and a command that exited while the agent was down is reported with its real exit code."""
 
+import signal
 import time
 from pathlib import Path
 
@@ -98,4 +99,46 @@ def test_a_restarted_agent_takes_over_its_running_trial_and_an_exited_command(tm
         assert "agent restarting was lost" not in master.log_path.read_text()
     finally:
         agent.stop()
+        master.close()
+
+
+def test_an_agent_started_again_while_its_old_session_looks_open_replaces_it(tmp_path: Path, isolated_client_config: Path) -> None:
+    master = Master(tmp_path / "master")
+    det = DetCli(master.url, isolated_client_config)
+    agent_dir = tmp_path / "agent"
+    args = ["--agent-id", "frozen", "--work-root", str(agent_dir / "work")]
+    old = Agent(master, agent_dir, slots=1, extra_args=args)
+    new = None
+    try:
+        old.wait_registered(master)
+        command_pid = tmp_path / "command.pid"
+        det.ok("cmd", "run", "-d", f"echo $$ > {command_pid}; exec sleep 600")
+        wait_for("the command's process", lambda: command_pid.exists() and command_pid.read_text().strip(), 60)
+        sleeper = int(command_pid.read_text())
+        session = client.Determined(master=master.url, user="admin", password="")._session
+        command_id = bindings.get_GetCommands(session).commands[0].id
+
+        # Frozen, the old agent keeps its connection open (as a hung process or a cut-off host
+        # would) while a new agent process starts on the same host and work root.
+        old.proc.send_signal(signal.SIGSTOP)
+        new = Agent(master, agent_dir, slots=1, extra_args=args)
+        wait_for("the new session", lambda: master.log_path.read_text().count("agent connected agent=frozen") >= 2, 30, 0.1)
+        wait_for("the new agent to take the command over", lambda: "took over container" in new.log_path.read_text(), 30, 0.1)
+        old.proc.kill()
+        old.proc.wait()
+        assert new.proc.poll() is None, new.log_tail()
+        assert "already connected" not in new.log_path.read_text()
+
+        # The command is the new agent's: a kill reaches its process.
+        assert alive(sleeper)
+        det.ok("cmd", "kill", command_id)
+        wait_for("the command's process to be killed", lambda: not alive(sleeper), 30, 0.1)
+        state = lambda: bindings.get_GetCommand(session, commandId=command_id).command.state  # noqa: E731
+        wait_for("the command to end", lambda: state() == bindings.taskv1State.TERMINATED, 30, 0.2)
+    finally:
+        if old.proc.poll() is None:
+            old.proc.kill()
+            old.proc.wait()
+        if new is not None:
+            new.stop()
         master.close()

@@ -165,6 +165,9 @@ struct Task {
     info: TaskInfo,
     /// False once the main process has exited; guarded so no signal is sent after that.
     alive: Mutex<bool>,
+    /// A SIGKILL was sent to the group: what ended an adopted task whose recorder, killed with
+    /// it, wrote no exit.
+    killed: std::sync::atomic::AtomicBool,
     exit: watch::Receiver<Option<TaskExit>>,
     tokio: tokio::runtime::Handle,
 }
@@ -324,7 +327,8 @@ impl Runtime {
             started_at: SystemTime::now(),
             files,
         };
-        let task = Arc::new(Task { info, alive: Mutex::new(true), exit, tokio: tokio::runtime::Handle::current() });
+        let task =
+            Arc::new(Task { info, alive: Mutex::new(true), killed: Default::default(), exit, tokio: tokio::runtime::Handle::current() });
         Ok((task, SpawnedChild { child, exit_sender }, started))
     }
 
@@ -359,7 +363,8 @@ impl Runtime {
         let container_id = info.container_id.clone();
         let _reservation = self.reserve(&container_id)?;
         let (exit_sender, exit) = watch::channel(None);
-        let task = Arc::new(Task { info, alive: Mutex::new(true), exit, tokio: tokio::runtime::Handle::current() });
+        let task =
+            Arc::new(Task { info, alive: Mutex::new(true), killed: Default::default(), exit, tokio: tokio::runtime::Handle::current() });
         let output = self.follow(&task, offsets);
         lock(&self.inner.registry).tasks.insert(container_id, task.clone());
         tokio::spawn(watch_adopted(task.clone(), output, exit_sender, self.inner.events.clone(), self.inner.options.adopted_poll));
@@ -557,8 +562,11 @@ async fn watch_adopted(
     let exit = match task.info.files.read_exit() {
         Some(RecordedExit::Code(code)) => TaskExit { code: Some(code), signal: None, duration },
         Some(RecordedExit::Signal(signal)) => TaskExit { code: None, signal: Some(signal), duration },
+        None if task.killed.load(std::sync::atomic::Ordering::Relaxed) => {
+            TaskExit { code: None, signal: Some(Signal::SIGKILL as i32), duration }
+        }
         None => {
-            tracing::warn!("container {} ended while the agent was away, without a recorded exit status", task.info.container_id);
+            tracing::warn!("container {} ended without a recorded exit status (its recorder was killed)", task.info.container_id);
             TaskExit { code: None, signal: None, duration }
         }
     };
@@ -610,6 +618,9 @@ impl TaskHandle {
         let alive = lock(&self.task.alive);
         if !*alive {
             return Err(RuntimeError::NotRunning(container_id.clone()));
+        }
+        if signal == Signal::SIGKILL {
+            self.task.killed.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         killpg(Pid::from_raw(self.task.info.pid as i32), signal)
             .map_err(|source| RuntimeError::Signal { container_id: container_id.clone(), source })

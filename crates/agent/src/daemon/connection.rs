@@ -63,6 +63,7 @@ pub(crate) fn agents_url(host: &str, port: u16, tls: bool, query: &AgentConnectQ
         ("resource_pool", query.resource_pool.as_str()),
         ("hostname", query.hostname.as_str()),
         ("reconnect", if query.reconnect { "true" } else { "false" }),
+        ("instance", query.instance.as_str()),
     ];
     let query = pairs.iter().map(|(k, v)| format!("{k}={}", url_encode(v))).collect::<Vec<_>>().join("&");
     let scheme = if tls { "wss" } else { "ws" };
@@ -260,10 +261,11 @@ mod tests {
             resource_pool: "default".into(),
             hostname: "h".into(),
             reconnect: true,
+            instance: "h:/w".into(),
         };
         assert_eq!(
             agents_url("::1", 8080, false, &query),
-            "ws://[::1]:8080/agents?id=a%20b%2Fc&version=0.1.0&resource_pool=default&hostname=h&reconnect=true"
+            "ws://[::1]:8080/agents?id=a%20b%2Fc&version=0.1.0&resource_pool=default&hostname=h&reconnect=true&instance=h%3A%2Fw"
         );
     }
 

@@ -102,6 +102,8 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
     );
     let secret = config.security.resolve()?;
     let state_path = state_file::state_path(&options.work_root);
+    // The same host and work root: the same agent, after a restart (it takes over the tasks there).
+    let instance = format!("{}:{}", hostname(), options.work_root.display());
     let (runtime, events) = Runtime::new(options);
     let (started_tx, started_rx) = mpsc::unbounded_channel();
     let mut daemon = Daemon {
@@ -111,6 +113,7 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
             resource_pool: config.resource_pool.clone(),
             hostname: hostname(),
             reconnect: false,
+            instance,
         },
         config,
         secret,
