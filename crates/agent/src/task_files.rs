@@ -116,9 +116,10 @@ pub fn proc_stat(pid: u32) -> Option<ProcStat> {
 }
 
 /// Whether the process started at `start_ticks` with this pid still runs (a zombie does not; a
-/// process that reused the pid has another start time).
+/// process that reused the pid has another start time). A start time of 0 (not read at spawn)
+/// checks the pid alone.
 pub fn still_running(pid: u32, start_ticks: u64) -> bool {
-    proc_stat(pid).is_some_and(|s| s.start_ticks == start_ticks && s.state != 'Z' && s.state != 'X')
+    proc_stat(pid).is_some_and(|s| (start_ticks == 0 || s.start_ticks == start_ticks) && s.state != 'Z' && s.state != 'X')
 }
 
 #[cfg(test)]
