@@ -30,6 +30,9 @@ pub struct LogLine {
     /// The line without its `\n`, decoded as lossy UTF-8. A last line without a newline is kept;
     /// a line longer than [`crate::logs::MAX_LINE_BYTES`] arrives in several pieces.
     pub log: String,
+    /// The offset in the task's output file just past this line; `None` for a line the agent
+    /// wrote itself.
+    pub offset: Option<u64>,
 }
 
 /// The stream a line came from: the wire's type, so nothing converts between the two.

@@ -1,13 +1,16 @@
-//! Capturing a task's stdout and stderr: splitting bytes into lines and handing them to the event
-//! channel under the chosen back-pressure policy ([`LogOverflow`]).
+//! Reading a task's output: its stdout and stderr are files ([`crate::task_files`]) that
+//! [`tail`] follows from a byte offset, splitting them into lines that it hands to the event
+//! channel, each with the offset just past it, so that after an agent restart the reading
+//! resumes where the lines the master received end: none is sent twice, none is skipped. The
+//! files are the buffer: a slow consumer delays the reading, never the task.
 
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use chrono::Utc;
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::mpsc::{self, error::TrySendError};
-use tokio::sync::oneshot;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use tokio::sync::{mpsc, watch};
 
 use crate::events::{LogLine, RuntimeEvent, StdType};
 
@@ -17,69 +20,72 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 const READ_CHUNK: usize = 64 * 1024;
 
-/// What happens when the event channel is full because its consumer is slow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LogOverflow {
-    /// The channel capacity is the buffer; beyond it, lines are dropped and counted, and a
-    /// `[resolute-agent] N lines dropped` line on the same stream reports the gap once the
-    /// consumer catches up. A task never stalls on a slow or wedged master connection (default).
-    #[default]
-    Drop,
-    /// Wait for room: nothing is lost, but once the channel and the pipe buffer (64 KiB) are full
-    /// the task blocks in `write` until the consumer reads.
-    Block,
-}
+/// How often a file at its end is read again while the task runs.
+const POLL: Duration = Duration::from_millis(20);
 
 /// Splits a byte stream into lines: `\n` ends a line, lines longer than the limit are cut, and
-/// bytes that are not UTF-8 become U+FFFD.
+/// bytes that are not UTF-8 become U+FFFD. Each line comes with the stream offset just past it.
 #[derive(Debug)]
 pub struct LineSplitter {
     pending: Vec<u8>,
     max: usize,
+    /// The stream offset of `pending[0]`.
+    start: u64,
 }
 
 impl LineSplitter {
     pub fn new(max_line_bytes: usize) -> LineSplitter {
-        LineSplitter { pending: Vec::new(), max: max_line_bytes.max(4) }
+        LineSplitter::starting_at(max_line_bytes, 0)
     }
 
-    /// Appends `chunk`, pushing every line it completes onto `out`.
-    pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<String>) {
+    /// A splitter for a stream read from `offset` on.
+    pub fn starting_at(max_line_bytes: usize, offset: u64) -> LineSplitter {
+        LineSplitter { pending: Vec::new(), max: max_line_bytes.max(4), start: offset }
+    }
+
+    /// Appends `chunk`, pushing every line it completes onto `out` with the offset past its end
+    /// (past its `\n`).
+    pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<(String, u64)>) {
         while let Some(newline) = chunk.iter().position(|&b| b == b'\n') {
             self.pending.extend_from_slice(&chunk[..newline]);
             self.cut_long(out);
-            out.push(String::from_utf8_lossy(&self.pending).into_owned());
+            let end = self.start + self.pending.len() as u64 + 1;
+            out.push((String::from_utf8_lossy(&self.pending).into_owned(), end));
             self.pending.clear();
+            self.start = end;
             chunk = &chunk[newline + 1..];
         }
         self.pending.extend_from_slice(chunk);
         self.cut_long(out);
     }
 
-    /// The unterminated last line, if any.
-    pub fn finish(&mut self) -> Option<String> {
+    /// The unterminated last line, if any, with the offset past it.
+    pub fn finish(&mut self) -> Option<(String, u64)> {
         if self.pending.is_empty() {
             return None;
         }
+        let end = self.start + self.pending.len() as u64;
         let line = String::from_utf8_lossy(&self.pending).into_owned();
         self.pending.clear();
-        Some(line)
+        self.start = end;
+        Some((line, end))
     }
 
-    fn cut_long(&mut self, out: &mut Vec<String>) {
+    fn cut_long(&mut self, out: &mut Vec<(String, u64)>) {
         while self.pending.len() > self.max {
             let mut cut = self.max;
             // Step back over at most 3 continuation bytes so a character is not split in two.
             while cut > self.max - 3 && self.pending[cut] & 0xC0 == 0x80 {
                 cut -= 1;
             }
-            out.push(String::from_utf8_lossy(&self.pending[..cut]).into_owned());
+            self.start += cut as u64;
+            out.push((String::from_utf8_lossy(&self.pending[..cut]).into_owned(), self.start));
             self.pending.drain(..cut);
         }
     }
 }
 
-/// The task a captured stream belongs to.
+/// The task a followed file belongs to.
 #[derive(Debug)]
 pub(crate) struct LogSource {
     pub task_id: String,
@@ -87,116 +93,72 @@ pub(crate) struct LogSource {
     pub container_id: String,
 }
 
-/// How a capture tells its supervisor that it is still making progress and when its stream ended,
-/// so the supervisor can give up on a stream held open by a stray process without cutting off a
-/// capture that is merely waiting for the consumer.
-#[derive(Debug)]
-pub(crate) struct CaptureProgress {
-    /// Bumped on every chunk read and every line sent.
-    pub activity: Arc<AtomicU64>,
-    /// Fired when the stream reaches its end (before the last lines are sent).
-    pub eof: oneshot::Sender<()>,
-}
-
-/// Reads `reader` to its end, sending each line as a [`RuntimeEvent::Log`]. Keeps reading even
-/// when the channel is closed, so the task never blocks on a full pipe.
-pub(crate) async fn capture<R: AsyncRead + Unpin>(
-    mut reader: R,
+/// Follows `path` from byte `offset`, sending each line as a [`RuntimeEvent::Log`], until `done`
+/// turns true (the task's group is gone): then reads to the end, sends the unterminated last line
+/// too, and returns. Stops early only when the channel is closed.
+pub(crate) async fn tail(
+    path: PathBuf,
+    offset: u64,
     stdtype: StdType,
     source: Arc<LogSource>,
     events: mpsc::Sender<RuntimeEvent>,
-    overflow: LogOverflow,
-    progress: CaptureProgress,
+    mut done: watch::Receiver<bool>,
 ) {
-    let activity = progress.activity;
-    let mut emitter = Emitter { source, stdtype, events, overflow, dropped: 0, closed: false, activity: activity.clone() };
-    let mut splitter = LineSplitter::new(MAX_LINE_BYTES);
+    let mut file = match tokio::fs::File::open(&path).await {
+        Ok(file) => file,
+        Err(e) => {
+            tracing::warn!("cannot read the {} of container {} ({}): {e}", stdtype.as_str(), source.container_id, path.display());
+            return;
+        }
+    };
+    if let Err(e) = file.seek(std::io::SeekFrom::Start(offset)).await {
+        tracing::warn!("cannot resume the {} of container {} at byte {offset}: {e}", stdtype.as_str(), source.container_id);
+        return;
+    }
+    let mut splitter = LineSplitter::starting_at(MAX_LINE_BYTES, offset);
     let mut buf = vec![0u8; READ_CHUNK];
     let mut lines = Vec::new();
+    let send = |(log, end): (String, u64)| {
+        RuntimeEvent::Log(LogLine {
+            task_id: source.task_id.clone(),
+            allocation_id: source.allocation_id.clone(),
+            container_id: source.container_id.clone(),
+            timestamp: Utc::now(),
+            stdtype,
+            log,
+            offset: Some(end),
+        })
+    };
     loop {
-        let n = match reader.read(&mut buf).await {
-            Ok(0) => break,
+        // Whether the group was gone before this read: then an empty read is the real end.
+        let finished = *done.borrow_and_update();
+        let n = match file.read(&mut buf).await {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                tracing::warn!("reading {} of container {}: {e}", stdtype.as_str(), emitter.source.container_id);
-                break;
+                tracing::warn!("reading the {} of container {}: {e}", stdtype.as_str(), source.container_id);
+                0
             }
         };
-        activity.fetch_add(1, Ordering::Relaxed);
-        splitter.push(&buf[..n], &mut lines);
-        for line in lines.drain(..) {
-            emitter.emit(line).await;
-        }
-    }
-    let _ = progress.eof.send(());
-    if let Some(last) = splitter.finish() {
-        emitter.emit(last).await;
-    }
-    emitter.finish().await;
-}
-
-struct Emitter {
-    source: Arc<LogSource>,
-    stdtype: StdType,
-    events: mpsc::Sender<RuntimeEvent>,
-    overflow: LogOverflow,
-    dropped: u64,
-    closed: bool,
-    activity: Arc<AtomicU64>,
-}
-
-impl Emitter {
-    fn event(&self, log: String) -> RuntimeEvent {
-        RuntimeEvent::Log(LogLine {
-            task_id: self.source.task_id.clone(),
-            allocation_id: self.source.allocation_id.clone(),
-            container_id: self.source.container_id.clone(),
-            timestamp: Utc::now(),
-            stdtype: self.stdtype,
-            log,
-        })
-    }
-
-    fn dropped_notice(&self) -> RuntimeEvent {
-        self.event(format!("[resolute-agent] {} lines dropped: the log consumer was too slow", self.dropped))
-    }
-
-    async fn emit(&mut self, line: String) {
-        if self.closed {
-            return;
-        }
-        if self.overflow == LogOverflow::Block {
-            self.closed = self.events.send(self.event(line)).await.is_err();
-            self.activity.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        if self.dropped > 0 {
-            match self.events.try_send(self.dropped_notice()) {
-                Ok(()) => self.dropped = 0,
-                Err(TrySendError::Full(_)) => {
-                    self.dropped += 1;
-                    return;
-                }
-                Err(TrySendError::Closed(_)) => {
-                    self.closed = true;
+        if n > 0 {
+            splitter.push(&buf[..n], &mut lines);
+            for line in lines.drain(..) {
+                if events.send(send(line)).await.is_err() {
                     return;
                 }
             }
+            continue;
         }
-        match self.events.try_send(self.event(line)) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => self.dropped += 1,
-            Err(TrySendError::Closed(_)) => self.closed = true,
+        if finished {
+            break;
+        }
+        tokio::select! {
+            _ = done.changed() => {}
+            _ = tokio::time::sleep(POLL) => {}
         }
     }
-
-    /// The stream has ended: report a gap still unreported, waiting for room since nothing more
-    /// can be lost.
-    async fn finish(&mut self) {
-        if self.dropped > 0 && !self.closed {
-            let _ = self.events.send(self.dropped_notice()).await;
-        }
+    if let Some(last) = splitter.finish() {
+        let _ = events.send(send(last)).await;
     }
 }
 
@@ -204,8 +166,8 @@ impl Emitter {
 mod tests {
     use super::*;
 
-    fn split(chunks: &[&[u8]], max: usize) -> Vec<String> {
-        let mut splitter = LineSplitter::new(max);
+    fn split_tracked(chunks: &[&[u8]], max: usize, offset: u64) -> Vec<(String, u64)> {
+        let mut splitter = LineSplitter::starting_at(max, offset);
         let mut out = Vec::new();
         for chunk in chunks {
             splitter.push(chunk, &mut out);
@@ -214,36 +176,54 @@ mod tests {
         out
     }
 
-    /// Runs `capture` over `input` with a channel of `capacity` that nobody reads until capture
-    /// has read everything, then returns what arrived.
-    async fn capture_unread(input: &'static [u8], capacity: usize, overflow: LogOverflow) -> Vec<String> {
-        let (tx, mut rx) = mpsc::channel(capacity);
+    fn split(chunks: &[&[u8]], max: usize) -> Vec<String> {
+        split_tracked(chunks, max, 0).into_iter().map(|(line, _)| line).collect()
+    }
+
+    #[test]
+    fn every_line_carries_the_offset_past_its_end() {
+        let lines = split_tracked(&[b"ab\ncd", b"\nef"], 100, 10);
+        assert_eq!(lines, [("ab".to_string(), 13), ("cd".to_string(), 16), ("ef".to_string(), 18)]);
+        // Pieces of a cut line end where the cut is; the newline belongs to the last piece.
+        let pieces = split_tracked(&[b"abcdefghij\n"], 4, 0);
+        assert_eq!(pieces, [("abcd".to_string(), 4), ("efgh".to_string(), 8), ("ij".to_string(), 11)]);
+    }
+
+    /// Tails `path` from `offset` until `until` lines arrived, then lets it finish.
+    async fn tail_lines(path: &std::path::Path, offset: u64, append: &[u8], until: usize) -> Vec<(String, u64)> {
+        let (tx, mut rx) = mpsc::channel(4);
+        let (done_tx, done) = watch::channel(false);
         let source = Arc::new(LogSource { task_id: "t".into(), allocation_id: "a".into(), container_id: "c".into() });
-        let (eof, eof_rx) = oneshot::channel();
-        let progress = CaptureProgress { activity: Arc::default(), eof };
-        let capture = tokio::spawn(capture(input, StdType::Stdout, source, tx, overflow, progress));
-        if overflow == LogOverflow::Drop {
-            // Drop mode reads to the end without waiting for the consumer.
-            eof_rx.await.unwrap();
-        }
+        let tailer = tokio::spawn(tail(path.to_path_buf(), offset, StdType::Stdout, source, tx, done));
         let mut lines = Vec::new();
-        while let Some(RuntimeEvent::Log(line)) = rx.recv().await {
-            lines.push(line.log);
+        let mut appended = false;
+        while let Ok(Some(RuntimeEvent::Log(line))) = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+            lines.push((line.log, line.offset.unwrap()));
+            if !appended {
+                // Written while the tailer waits at the end of the file.
+                let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+                std::io::Write::write_all(&mut file, append).unwrap();
+                appended = true;
+            }
+            if lines.len() == until {
+                done_tx.send_replace(true);
+            }
         }
-        capture.await.unwrap();
+        tailer.await.unwrap();
         lines
     }
 
     #[tokio::test]
-    async fn a_slow_consumer_loses_lines_with_a_notice_in_drop_mode() {
-        let lines = capture_unread(b"1\n2\n3\n4\n5", 2, LogOverflow::Drop).await;
-        assert_eq!(lines, ["1", "2", "[resolute-agent] 3 lines dropped: the log consumer was too slow"]);
-    }
-
-    #[tokio::test]
-    async fn a_slow_consumer_loses_nothing_in_block_mode() {
-        let lines = capture_unread(b"1\n2\n3\n4\n5", 1, LogOverflow::Block).await;
-        assert_eq!(lines, ["1", "2", "3", "4", "5"]);
+    async fn the_tailer_follows_a_growing_file_and_resumes_at_an_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stdout");
+        std::fs::write(&path, b"one\ntwo\n").unwrap();
+        let lines = tail_lines(&path, 0, b"three\nfour", 3).await;
+        // The unterminated last line is sent once the task is done.
+        assert_eq!(lines, [("one".into(), 4), ("two".into(), 8), ("three".into(), 14), ("four".into(), 18)]);
+        // After a restart, reading resumes past the last line sent: nothing twice, nothing lost.
+        let lines = tail_lines(&path, 8, b"\nfive\n", 3).await;
+        assert_eq!(lines, [("three".into(), 14), ("four".into(), 19), ("five".into(), 24)]);
     }
 
     #[test]

@@ -1,12 +1,19 @@
 //! The runtime: starts tasks as local processes and supervises them.
 //!
-//! Each task runs in its own process group in `<work_root>/<task_id>/<allocation_id>/`, with
-//! stdout and stderr captured line by line, as the spec's `run_as` account when it names one
-//! (the work dir is then that account's alone, see [`crate::task_user`]). The group stands in for a container: signals go to
-//! the whole group, and when the main process exits, whatever it left running in the group is
-//! killed, as when a container's PID 1 exits. The leader is observed with `waitid(WNOWAIT)` and
-//! reaped only after the group is killed, so its pid (= the group id) cannot be reused while the
-//! group is being signalled.
+//! Each task runs in its own process group in `<work_root>/<task_id>/<allocation_id>/`, as the
+//! spec's `run_as` account when it names one (the work dir is then that account's alone, see
+//! [`crate::task_user`]). The group stands in for a container: signals go to the whole group, and
+//! when the main process exits, whatever it left running in the group is killed, as when a
+//! container's PID 1 exits. The leader is observed with `waitid(WNOWAIT)` and reaped only after
+//! the group is killed, so its pid (= the group id) cannot be reused while the group is being
+//! signalled.
+//!
+//! Nothing ties a task to the agent process: its stdout and stderr are files that the runtime
+//! follows ([`crate::logs::tail`]), its group leader is the exit recorder
+//! ([`crate::exit_recorder`]), which writes how the task ended to a file, and the group is not
+//! the agent's. So a task outlives an agent that crashes or is killed, and a restarted agent
+//! [`Runtime::adopt`]s it: it watches the recorded pid (with its start time, against pid reuse)
+//! until it is gone, then kills what is left of the group and reads the recorded exit.
 //!
 //! [`Runtime`] is cheap to clone and meant to be driven by the master connection: `start` on
 //! `StartContainer`, `signal`/`terminate`/`kill` on `SignalContainer`, events out as
@@ -17,7 +24,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
@@ -26,11 +33,13 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::{AgentConfig, ConfigError};
 use crate::events::{RuntimeEvent, StdType, TaskExit};
-use crate::logs::{CaptureProgress, LogOverflow, LogSource, capture};
+use crate::exit_recorder::ExitRecorder;
+use crate::logs::{LogSource, tail};
 use crate::ports::{PortError, PortReservation};
 use crate::spec::{
     DEFAULT_INHERITED_ENV, LaunchContext, STARTUP_HOOKS, SpecError, TaskSpec, command_line, environment, inherited_env, resolve_python,
 };
+use crate::task_files::{RecordedExit, TaskFiles, proc_stat, still_running};
 use crate::task_user::{HandOverError, drop_privileges, hand_over_tree, prepare_task_dirs};
 use crate::workdir::{WorkDirError, prepare_work_dir, remove_harness_scratch, remove_work_dir, task_work_dir};
 
@@ -45,13 +54,10 @@ pub struct RuntimeOptions {
     pub termination_grace: Duration,
     /// Capacity of the event channel, in events (log lines and exits).
     pub event_capacity: usize,
-    pub log_overflow: LogOverflow,
     /// Names (or `PREFIX*`) of the agent's environment variables that tasks inherit.
     pub inherited_env: Vec<String>,
-    /// How long output capture may go without progress after the task's group is gone before it
-    /// is abandoned. Only a process that left the group (e.g. with `setsid`) can hold the pipes
-    /// open that long; its further output is not captured.
-    pub output_drain_timeout: Duration,
+    /// How often a task adopted after a restart (not the agent's child) is checked for its exit.
+    pub adopted_poll: Duration,
     /// Where the upstream harness writes per-allocation scratch (`tensorboard-<allocation>-<rank>`);
     /// it hard-codes `/tmp`. Removed with the work dir ([`Runtime::remove`]).
     pub harness_scratch_root: PathBuf,
@@ -66,9 +72,8 @@ impl RuntimeOptions {
             python: config.python.clone(),
             termination_grace: config.termination_grace(),
             event_capacity: 4096,
-            log_overflow: LogOverflow::default(),
             inherited_env: DEFAULT_INHERITED_ENV.iter().map(|s| s.to_string()).collect(),
-            output_drain_timeout: Duration::from_secs(5),
+            adopted_poll: Duration::from_millis(200),
             harness_scratch_root: PathBuf::from("/tmp"),
         })
     }
@@ -100,6 +105,8 @@ pub enum RuntimeError {
     Interrupted(String),
     #[error(transparent)]
     HandOver(#[from] HandOverError),
+    #[error("cannot create the output files of container {container_id} in {}: {source}", dir.display())]
+    OutputFiles { container_id: String, dir: PathBuf, source: std::io::Error },
 }
 
 /// What identifies a running task.
@@ -113,6 +120,19 @@ pub struct TaskInfo {
     pub work_dir: PathBuf,
     /// The host ports chosen for the spec's `port_env`, by variable name.
     pub ports: BTreeMap<String, u16>,
+    /// The main process's start time in `/proc` (clock ticks after boot): with `pid`, what tells
+    /// it from a later process with the same pid.
+    pub start_ticks: u64,
+    pub started_at: SystemTime,
+    /// Its output and exit files.
+    pub files: TaskFiles,
+}
+
+/// How far a task's output files have been read and sent: where a restarted agent resumes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutputOffsets {
+    pub stdout: u64,
+    pub stderr: u64,
 }
 
 /// A task and how it ended, if it has.
@@ -145,6 +165,9 @@ struct Task {
     info: TaskInfo,
     /// False once the main process has exited; guarded so no signal is sent after that.
     alive: Mutex<bool>,
+    /// A SIGKILL was sent to the group: what ended an adopted task whose recorder, killed with
+    /// it, wrote no exit.
+    killed: std::sync::atomic::AtomicBool,
     exit: watch::Receiver<Option<TaskExit>>,
     tokio: tokio::runtime::Handle,
 }
@@ -253,6 +276,12 @@ impl Runtime {
         let hooks: Vec<&str> = STARTUP_HOOKS.into_iter().filter(|h| work_dir.join(h).is_file()).collect();
         let argv = command_line(&spec.entrypoint, &hooks)?;
         let Some((program, args)) = argv.split_first() else { return Err(SpecError::EmptyEntrypoint.into()) };
+        let files = TaskFiles::new(&self.inner.options.work_root, container_id)?;
+        let output_error = |source| RuntimeError::OutputFiles { container_id: container_id.to_string(), dir: files.dir.clone(), source };
+        // Left over from a task with this container id that ended while no agent watched it.
+        files.remove().map_err(output_error)?;
+        let (stdout, stderr) = files.create().map_err(output_error)?;
+        let recorder = ExitRecorder::new(&files.exit()).map_err(output_error)?;
         let mut command = tokio::process::Command::new(program);
         command
             .args(args)
@@ -260,10 +289,14 @@ impl Runtime {
             .envs(env)
             .current_dir(work_dir)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdout(Stdio::from(stdout))
+            .stderr(Stdio::from(stderr))
             .process_group(0)
             .kill_on_drop(false);
+        // SAFETY: the recorder's hook makes only async-signal-safe system calls and allocates nothing.
+        unsafe {
+            command.pre_exec(move || recorder.fork());
+        }
         if let Some(account) = &spec.run_as {
             let (uid, gid) = (account.uid, account.gid);
             // SAFETY: `drop_privileges` makes only async-signal-safe system calls and allocates nothing.
@@ -272,12 +305,16 @@ impl Runtime {
             }
         }
         let started = Instant::now();
-        let mut child = command.spawn().map_err(|source| RuntimeError::Spawn { program: program.clone(), source })?;
-        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let child = command.spawn().map_err(|source| {
+            let _ = files.remove();
+            RuntimeError::Spawn { program: program.clone(), source }
+        })?;
         let Some(pid) = child.id() else {
             // Cannot happen before the child is waited for; treat as a failed start.
             return Err(RuntimeError::Spawn { program: program.clone(), source: std::io::Error::other("the process has no pid") });
         };
+        // The child is not reaped before `watch_exit`, so its stat is there.
+        let start_ticks = proc_stat(pid).map_or(0, |s| s.start_ticks);
         let (exit_sender, exit) = watch::channel(None);
         let info = TaskInfo {
             task_id: spec.task_id.clone(),
@@ -286,34 +323,52 @@ impl Runtime {
             pid,
             work_dir: work_dir.to_path_buf(),
             ports,
+            start_ticks,
+            started_at: SystemTime::now(),
+            files,
         };
-        let task = Arc::new(Task { info, alive: Mutex::new(true), exit, tokio: tokio::runtime::Handle::current() });
-        Ok((task, SpawnedChild { child, stdout, stderr, exit_sender }, started))
+        let task =
+            Arc::new(Task { info, alive: Mutex::new(true), killed: Default::default(), exit, tokio: tokio::runtime::Handle::current() });
+        Ok((task, SpawnedChild { child, exit_sender }, started))
     }
 
     fn supervise(&self, task: Arc<Task>, spawned: SpawnedChild, started: Instant) -> TaskHandle {
+        let output = self.follow(&task, OutputOffsets::default());
+        tokio::spawn(watch_exit(task.clone(), spawned.child, output, spawned.exit_sender, self.inner.events.clone(), started));
+        TaskHandle { task }
+    }
+
+    /// Starts following the task's output files from `offsets`.
+    fn follow(&self, task: &Task, offsets: OutputOffsets) -> Output {
         let source = Arc::new(LogSource {
             task_id: task.info.task_id.clone(),
             allocation_id: task.info.allocation_id.clone(),
             container_id: task.info.container_id.clone(),
         });
-        let (events, overflow) = (self.inner.events.clone(), self.inner.options.log_overflow);
-        let drain_timeout = self.inner.options.output_drain_timeout;
-        let mut output = Output { readers: Vec::new(), eofs: Vec::new(), activity: Arc::default(), drain_timeout };
-        let mut progress = || {
-            let (eof, eof_received) = tokio::sync::oneshot::channel();
-            output.eofs.push(eof_received);
-            CaptureProgress { activity: output.activity.clone(), eof }
-        };
-        let (stdout_progress, stderr_progress) = (progress(), progress());
-        if let Some(out) = spawned.stdout {
-            output.readers.push(tokio::spawn(capture(out, StdType::Stdout, source.clone(), events.clone(), overflow, stdout_progress)));
-        }
-        if let Some(err) = spawned.stderr {
-            output.readers.push(tokio::spawn(capture(err, StdType::Stderr, source.clone(), events.clone(), overflow, stderr_progress)));
-        }
-        tokio::spawn(watch_exit(task.clone(), spawned.child, output, spawned.exit_sender, events, started));
-        TaskHandle { task }
+        let (done, finished) = watch::channel(false);
+        let readers = [(StdType::Stdout, offsets.stdout), (StdType::Stderr, offsets.stderr)]
+            .into_iter()
+            .map(|(stdtype, offset)| {
+                let path = task.info.files.output(stdtype);
+                tokio::spawn(tail(path, offset, stdtype, source.clone(), self.inner.events.clone(), finished.clone()))
+            })
+            .collect();
+        Output { readers, done }
+    }
+
+    /// Takes over a task that an earlier agent process started and recorded (`info`), whose
+    /// output was sent up to `offsets`: its output is followed from there, and its exit — now or
+    /// whenever its recorded process is gone — is reported with the status its recorder wrote.
+    pub fn adopt(&self, info: TaskInfo, offsets: OutputOffsets) -> Result<TaskHandle, RuntimeError> {
+        let container_id = info.container_id.clone();
+        let _reservation = self.reserve(&container_id)?;
+        let (exit_sender, exit) = watch::channel(None);
+        let task =
+            Arc::new(Task { info, alive: Mutex::new(true), killed: Default::default(), exit, tokio: tokio::runtime::Handle::current() });
+        let output = self.follow(&task, offsets);
+        lock(&self.inner.registry).tasks.insert(container_id, task.clone());
+        tokio::spawn(watch_adopted(task.clone(), output, exit_sender, self.inner.events.clone(), self.inner.options.adopted_poll));
+        Ok(TaskHandle { task })
     }
 
     /// The task with this container id.
@@ -351,10 +406,14 @@ impl Runtime {
             return Err(RuntimeError::StillRunning(container_id.to_string()));
         }
         let dir = handle.task.info.work_dir.clone();
+        let files = handle.task.info.files.clone();
         let scratch_root = self.inner.options.harness_scratch_root.clone();
         let allocation_id = handle.task.info.allocation_id.clone();
         let removal = move || {
             remove_work_dir(&dir)?;
+            if let Err(e) = files.remove() {
+                tracing::warn!("cannot remove the output files in {}: {e}", files.dir.display());
+            }
             // Left behind, these only take space: a warning, not a failed removal.
             if let Err(e) = remove_harness_scratch(&scratch_root, &allocation_id) {
                 tracing::warn!("cannot remove the harness scratch of allocation {allocation_id} in {}: {e}", scratch_root.display());
@@ -390,39 +449,17 @@ impl Drop for Reservation {
     }
 }
 
-/// The captures of a task's stdout and stderr.
+/// The tailers of a task's stdout and stderr files.
 struct Output {
     readers: Vec<tokio::task::JoinHandle<()>>,
-    eofs: Vec<tokio::sync::oneshot::Receiver<()>>,
-    activity: Arc<std::sync::atomic::AtomicU64>,
-    drain_timeout: Duration,
+    /// Set once the task's group is gone: the tailers read to the end and stop.
+    done: watch::Sender<bool>,
 }
 
 impl Output {
-    /// Waits for both streams to end, giving up when neither makes progress for the drain
-    /// timeout; then lets the captures send their last lines.
-    async fn drain(self, container_id: &str) {
-        let ended = async {
-            for eof in self.eofs {
-                let _ = eof.await;
-            }
-        };
-        tokio::pin!(ended);
-        let mut seen = self.activity.load(std::sync::atomic::Ordering::Relaxed);
-        loop {
-            tokio::select! {
-                _ = &mut ended => break,
-                _ = tokio::time::sleep(self.drain_timeout) => {
-                    let now = self.activity.load(std::sync::atomic::Ordering::Relaxed);
-                    if now == seen {
-                        tracing::warn!("container {container_id}: a process outside its group keeps the output open; no longer capturing it");
-                        self.readers.iter().for_each(|r| r.abort());
-                        break;
-                    }
-                    seen = now;
-                }
-            }
-        }
+    /// Lets the tailers send the rest of the output, and waits for them.
+    async fn drain(self) {
+        self.done.send_replace(true);
         for reader in self.readers {
             let _ = reader.await;
         }
@@ -431,8 +468,6 @@ impl Output {
 
 struct SpawnedChild {
     child: tokio::process::Child,
-    stdout: Option<tokio::process::ChildStdout>,
-    stderr: Option<tokio::process::ChildStderr>,
     exit_sender: watch::Sender<Option<TaskExit>>,
 }
 
@@ -484,7 +519,12 @@ async fn watch_exit(
             TaskExit { code: None, signal: None, duration }
         }
     };
-    output.drain(&task.info.container_id).await;
+    output.drain().await;
+    report_exit(&task, exit, exit_sender, events).await;
+}
+
+/// Publishes the exit and sends it as the task's last event.
+async fn report_exit(task: &Task, exit: TaskExit, exit_sender: watch::Sender<Option<TaskExit>>, events: mpsc::Sender<RuntimeEvent>) {
     exit_sender.send_replace(Some(exit));
     let info = &task.info;
     let event = RuntimeEvent::Exited {
@@ -494,6 +534,44 @@ async fn watch_exit(
         exit,
     };
     let _ = events.send(event).await;
+}
+
+/// Watches an adopted task, which is not this process's child, until its recorded process is gone;
+/// then kills what is left of its group and reports the exit its recorder wrote.
+async fn watch_adopted(
+    task: Arc<Task>,
+    output: Output,
+    exit_sender: watch::Sender<Option<TaskExit>>,
+    events: mpsc::Sender<RuntimeEvent>,
+    poll: Duration,
+) {
+    let (pid, start_ticks) = (task.info.pid, task.info.start_ticks);
+    while still_running(pid, start_ticks) {
+        tokio::time::sleep(poll).await;
+    }
+    {
+        let mut alive = lock(&task.alive);
+        // Unless another process took the pid (then the group is long gone), the group id still
+        // names the task's group, or none.
+        if proc_stat(pid).is_none_or(|s| s.start_ticks == start_ticks) {
+            let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+        *alive = false;
+    }
+    let duration = SystemTime::now().duration_since(task.info.started_at).unwrap_or_default();
+    let exit = match task.info.files.read_exit() {
+        Some(RecordedExit::Code(code)) => TaskExit { code: Some(code), signal: None, duration },
+        Some(RecordedExit::Signal(signal)) => TaskExit { code: None, signal: Some(signal), duration },
+        None if task.killed.load(std::sync::atomic::Ordering::Relaxed) => {
+            TaskExit { code: None, signal: Some(Signal::SIGKILL as i32), duration }
+        }
+        None => {
+            tracing::warn!("container {} ended without a recorded exit status (its recorder was killed)", task.info.container_id);
+            TaskExit { code: None, signal: None, duration }
+        }
+    };
+    output.drain().await;
+    report_exit(&task, exit, exit_sender, events).await;
 }
 
 /// Blocks until `pid` has exited, leaving it a zombie (not reaped).
@@ -540,6 +618,9 @@ impl TaskHandle {
         let alive = lock(&self.task.alive);
         if !*alive {
             return Err(RuntimeError::NotRunning(container_id.clone()));
+        }
+        if signal == Signal::SIGKILL {
+            self.task.killed.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         killpg(Pid::from_raw(self.task.info.pid as i32), signal)
             .map_err(|source| RuntimeError::Signal { container_id: container_id.clone(), source })

@@ -406,3 +406,45 @@ fn which_python3() -> Result<PathBuf, ()> {
     let path = std::env::var_os("PATH").ok_or(())?;
     std::env::split_paths(&path).map(|dir| dir.join("python3")).find(|p| p.is_file()).ok_or(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_agent_takes_over_its_task_from_the_state_file() {
+    let mut master = FakeMaster::start().await;
+    let agent = spawn_agent(&master, |_| {});
+    let mut conn = master.accept().await;
+    conn.register(vec![]).await;
+    let go = tempfile::tempdir().unwrap();
+    let go_file = go.path().join("go");
+    let script = format!("echo one; while [ ! -e {} ]; do sleep 0.02; done; echo two; exit 5", go_file.display());
+    conn.send(MasterToAgent::StartTask(Box::new(start_task("c1", shell(&script)))));
+    until_running(&mut conn, "c1").await;
+    loop {
+        if let resolute_api::agent_protocol::AgentToMaster::TaskLogs { batches } = conn.recv().await
+            && batches.iter().any(|b| b.lines.iter().any(|l| l.log == "one\n"))
+        {
+            break;
+        }
+    }
+    let state_path = agent.work_root.path().join(daemon::state_file::STATE_FILE);
+    wait_until("the sent line's offset to be saved", || {
+        std::fs::read_to_string(&state_path).is_ok_and(|state| state.contains("\"stdout_offset\": 4"))
+    })
+    .await;
+
+    // The agent dies without stopping its task (as with kill -9), and starts again on its work root.
+    agent.handle.abort();
+    let restarted = tokio::spawn(daemon::run(config(master.addr.port(), agent.work_root.path()), std::future::pending::<()>()));
+    let mut conn = master.accept().await;
+    let started = conn.register(vec!["c1".into()]).await;
+    assert_eq!(started.tasks_reattached, ["c1"]);
+    let running: Vec<(&str, &str)> = started.running_tasks.iter().map(|t| (t.container_id.as_str(), t.allocation_id.as_str())).collect();
+    assert_eq!(running, [("c1", "task-c1.1")]);
+
+    std::fs::write(&go_file, "").unwrap();
+    let (states, logs) = until_terminated(&mut conn, "c1").await;
+    assert_eq!(logs.iter().map(|l| l.log.as_str()).collect::<Vec<_>>(), ["two\n"], "the line sent before the restart is not sent again");
+    assert_eq!(states.len(), 1, "no second Running: {states:?}");
+    assert_eq!(exit_of(&states).exit_code, Some(5));
+    wait_until("the state file to be removed with the last task", || !state_path.exists()).await;
+    restarted.abort();
+}

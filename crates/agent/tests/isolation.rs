@@ -120,13 +120,15 @@ async fn another_account_cannot_read_a_tasks_token_or_files() {
         .start(spec(
             "alice",
             Some(account(ALICE, ALICE)),
-            "echo alice-file-secret > secret.txt && echo ready && exec sleep 60",
+            "echo alice-file-secret > secret.txt && echo $$ > task.pid && echo ready && exec sleep 60",
             &[("DET_SESSION_TOKEN", "alice-token-secret")],
         ))
         .await
         .unwrap();
     wait_for_line(&mut events, "alice-c", "ready").await;
-    let (pid, dir) = (alice.info().pid, alice.info().work_dir.display().to_string());
+    // The task's own process (the group leader, `info().pid`, is its exit recorder, which runs as the agent).
+    let dir = alice.info().work_dir.display().to_string();
+    let pid = std::fs::read_to_string(alice.info().work_dir.join("task.pid")).unwrap().trim().to_string();
     let probe = format!("tr '\\0' '\\n' < /proc/{pid}/environ | grep DET_SESSION_TOKEN; cat {dir}/secret.txt; ls {dir}; true");
 
     // Bob: another account.

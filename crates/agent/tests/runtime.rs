@@ -327,7 +327,7 @@ async fn kill_and_leader_exit_take_the_whole_group_down() {
 
 #[tokio::test]
 async fn a_process_that_leaves_the_group_does_not_hold_back_the_exit() {
-    let mut h = harness_with(|options| options.output_drain_timeout = Duration::from_secs(1));
+    let mut h = harness();
     // `setsid` puts sleep in a new session, out of reach of the group kill, still holding stdout.
     let handle = h.runtime.start(spec("escaped", sh(
         "setsid sh -c 'touch in-new-session; exec sleep 1000' & while [ ! -e in-new-session ]; do sleep 0.01; done; echo escaped $!; echo done",
@@ -499,4 +499,61 @@ fn nvidia_smi_output_becomes_cuda_slots() {
     assert!(matches!(select_devices(&unknown, &sources), Err(DeviceError::UnknownVisibleGpu(_))));
     let cuda_only = AgentConfig { slot_type: SlotType::Cuda, ..AgentConfig::default() };
     assert!(matches!(select_devices(&cuda_only, &DeviceSources::default()), Err(DeviceError::NoCudaGpus { .. })));
+}
+
+/// A second runtime on the same work root, as an agent restarted after a crash.
+fn restarted(h: &Harness) -> (Runtime, Receiver<RuntimeEvent>) {
+    let config = AgentConfig {
+        agent_id: Some("test-agent".into()),
+        work_root: Some(h.root.path().join("work")),
+        python: h.fake_python.clone(),
+        ..AgentConfig::default()
+    };
+    Runtime::new(RuntimeOptions::from_config(&config).unwrap())
+}
+
+#[tokio::test]
+async fn an_adopted_task_goes_on_from_the_sent_output_and_reports_its_recorded_exit() {
+    let mut h = harness();
+    let mut task = spec("adopted", sh("echo before; echo err >&2; while [ ! -e go ]; do sleep 0.02; done; echo after; exit 7"));
+    task.container_id = Some("adopted-c".into());
+    let first = h.runtime.start(task).await.unwrap();
+    let before = wait_for_line(&mut h.events, "adopted-c", |l| l == "before").await;
+    assert_eq!(before, "before");
+    // The first agent is gone as far as this task goes: nobody reads its events any more.
+    h.events.close();
+    let (info, work_dir) = (first.info().clone(), first.info().work_dir.clone());
+    assert_eq!(std::fs::read_to_string(info.files.output(StdType::Stdout)).unwrap(), "before\n");
+
+    // The restarted agent takes over with stdout sent up to "before\n" and stderr not at all.
+    let (runtime, mut events) = restarted(&h);
+    let adopted = runtime.adopt(info, resolute_agent::OutputOffsets { stdout: 7, stderr: 0 }).unwrap();
+    assert!(adopted.exit().is_none());
+    std::fs::write(work_dir.join("go"), "").unwrap();
+    let (lines, exit) = run_to_exit(&mut events, "adopted-c").await;
+    assert_eq!(stream(&lines, StdType::Stdout), ["after"], "nothing twice, nothing lost");
+    assert_eq!(stream(&lines, StdType::Stderr), ["err"]);
+    assert_eq!((exit.code, exit.signal), (Some(7), None));
+    runtime.remove("adopted-c").await.unwrap();
+    assert!(!work_dir.exists() && !h.root.path().join("work/.resolute-tasks").exists());
+}
+
+#[tokio::test]
+async fn a_task_that_ended_before_the_restart_is_reported_with_its_recorded_status() {
+    let mut h = harness();
+    let mut task = spec("gone", sh("echo last words; kill -TERM $$"));
+    task.container_id = Some("gone-c".into());
+    let info = h.runtime.start(task).await.unwrap().info().clone();
+    let (_, exit) = run_to_exit(&mut h.events, "gone-c").await;
+    assert_eq!(exit.signal, Some(15));
+    assert_eq!(std::fs::read_to_string(info.files.exit()).unwrap(), "signal 15\n");
+
+    let (runtime, mut events) = restarted(&h);
+    runtime.adopt(info, resolute_agent::OutputOffsets::default()).unwrap();
+    let (lines, exit) = run_to_exit(&mut events, "gone-c").await;
+    assert_eq!(stream(&lines, StdType::Stdout), ["last words"]);
+    assert_eq!((exit.code, exit.signal), (None, Some(15)));
+    // Taken over already: a second adoption of the same container is refused.
+    let again = runtime.adopt(runtime.task("gone-c").unwrap().info().clone(), Default::default()).unwrap_err();
+    assert!(matches!(again, RuntimeError::ContainerIdInUse(_)), "{again}");
 }

@@ -39,6 +39,11 @@ pub struct AgentConnectQuery {
     /// The agent had a session before (it reconnects after losing it).
     #[serde(default)]
     pub reconnect: bool,
+    /// The agent's installation: its host and work root. An agent process started again there
+    /// presents the same one and replaces its earlier session, even one the master still holds
+    /// open (a Resolute addition; empty from agents that do not send it).
+    #[serde(default)]
+    pub instance: String,
 }
 
 /// The header of the upgrade request that carries the join secret (`Bearer <secret>`).

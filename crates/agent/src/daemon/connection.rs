@@ -14,6 +14,8 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+use super::log_batch::Shipped;
+
 pub(crate) type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// Most log lines held while disconnected; beyond it the oldest batches are dropped (state
@@ -61,6 +63,7 @@ pub(crate) fn agents_url(host: &str, port: u16, tls: bool, query: &AgentConnectQ
         ("resource_pool", query.resource_pool.as_str()),
         ("hostname", query.hostname.as_str()),
         ("reconnect", if query.reconnect { "true" } else { "false" }),
+        ("instance", query.instance.as_str()),
     ];
     let query = pairs.iter().map(|(k, v)| format!("{k}={}", url_encode(v))).collect::<Vec<_>>().join("&");
     let scheme = if tls { "wss" } else { "ws" };
@@ -176,22 +179,42 @@ pub(crate) async fn send(ws: &mut Ws, message: &AgentToMaster) -> Result<(), tok
 /// Messages for the master, in order, kept until they have been written to a connection.
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
-    queue: VecDeque<AgentToMaster>,
+    queue: VecDeque<Queued>,
     log_lines: usize,
     dropped_lines: usize,
+    /// Output offsets of the log messages written (or dropped) since the last `take_shipped`.
+    shipped: Vec<Shipped>,
+}
+
+#[derive(Debug)]
+struct Queued {
+    message: AgentToMaster,
+    shipped: Vec<Shipped>,
 }
 
 impl Outbox {
     pub fn push(&mut self, message: AgentToMaster) {
+        self.push_logs(message, Vec::new());
+    }
+
+    /// Queues a message with the output offsets it carries the lines up to.
+    pub fn push_logs(&mut self, message: AgentToMaster, shipped: Vec<Shipped>) {
         self.log_lines += message.log_lines();
-        self.queue.push_back(message);
+        self.queue.push_back(Queued { message, shipped });
         while self.log_lines > MAX_BUFFERED_LOG_LINES {
-            let Some(oldest) = self.queue.iter().position(|m| matches!(m, AgentToMaster::TaskLogs { .. })) else { break };
+            let Some(oldest) = self.queue.iter().position(|q| matches!(q.message, AgentToMaster::TaskLogs { .. })) else { break };
             if let Some(dropped) = self.queue.remove(oldest) {
-                self.log_lines -= dropped.log_lines();
-                self.dropped_lines += dropped.log_lines();
+                self.log_lines -= dropped.message.log_lines();
+                self.dropped_lines += dropped.message.log_lines();
+                // Given up on: a restarted agent does not read them again either.
+                self.shipped.extend(dropped.shipped);
             }
         }
+    }
+
+    /// The offsets of what has been written since the last call, oldest first.
+    pub fn take_shipped(&mut self) -> Vec<Shipped> {
+        std::mem::take(&mut self.shipped)
     }
 
     /// Writes every queued message; on error the unsent ones stay queued.
@@ -200,10 +223,11 @@ impl Outbox {
             tracing::warn!("dropped {} task log lines while the master was unreachable", self.dropped_lines);
             self.dropped_lines = 0;
         }
-        while let Some(message) = self.queue.front() {
-            send(ws, message).await?;
+        while let Some(queued) = self.queue.front() {
+            send(ws, &queued.message).await?;
             if let Some(sent) = self.queue.pop_front() {
-                self.log_lines -= sent.log_lines();
+                self.log_lines -= sent.message.log_lines();
+                self.shipped.extend(sent.shipped);
             }
         }
         Ok(())
@@ -216,8 +240,8 @@ impl Outbox {
     /// Whether the exit (`Terminated`) of `container_id` waits here to be sent: the task is gone
     /// from this machine, but the master has yet to hear how it ended.
     pub fn holds_exit_of(&self, container_id: &str) -> bool {
-        self.queue.iter().any(|m| {
-            matches!(m, AgentToMaster::TaskStateChanged(change)
+        self.queue.iter().any(|q| {
+            matches!(&q.message, AgentToMaster::TaskStateChanged(change)
                 if change.container_id == container_id && change.state == resolute_api::agent_protocol::TaskState::Terminated)
         })
     }
@@ -237,10 +261,11 @@ mod tests {
             resource_pool: "default".into(),
             hostname: "h".into(),
             reconnect: true,
+            instance: "h:/w".into(),
         };
         assert_eq!(
             agents_url("::1", 8080, false, &query),
-            "ws://[::1]:8080/agents?id=a%20b%2Fc&version=0.1.0&resource_pool=default&hostname=h&reconnect=true"
+            "ws://[::1]:8080/agents?id=a%20b%2Fc&version=0.1.0&resource_pool=default&hostname=h&reconnect=true&instance=h%3A%2Fw"
         );
     }
 
@@ -272,12 +297,15 @@ mod tests {
         });
         let mut outbox = Outbox::default();
         outbox.push(state.clone());
-        for _ in 0..(MAX_BUFFERED_LOG_LINES / 1000 + 5) {
-            outbox.push(logs(1000));
+        for i in 0..(MAX_BUFFERED_LOG_LINES / 1000 + 5) {
+            outbox.push_logs(logs(1000), vec![Shipped { container_id: "c".into(), stdtype: StdType::Stdout, offset: i as u64 }]);
         }
+        // The dropped batches' output is given up on: a restarted agent would not read it again.
+        let given_up: Vec<u64> = outbox.take_shipped().iter().map(|s| s.offset).collect();
+        assert_eq!(given_up, [0, 1, 2, 3, 4]);
         assert_eq!(outbox.log_lines, MAX_BUFFERED_LOG_LINES);
         assert_eq!(outbox.dropped_lines, 5000);
-        assert_eq!(outbox.queue.front(), Some(&state));
+        assert_eq!(outbox.queue.front().map(|q| &q.message), Some(&state));
         assert!(outbox.holds_exit_of("c") && !outbox.holds_exit_of("d"));
     }
 }

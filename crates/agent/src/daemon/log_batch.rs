@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use resolute_api::agent_protocol::{LineLevel, TaskLogBatch, TaskLogLine};
+use std::collections::HashMap;
+
+use resolute_api::agent_protocol::{LineLevel, StdType, TaskLogBatch, TaskLogLine};
 use tokio::time::Instant;
 
 use crate::events::LogLine;
@@ -60,12 +62,23 @@ pub fn to_wire(line: &LogLine) -> TaskLogLine {
     TaskLogLine { timestamp: line.timestamp, stdtype: line.stdtype, rank_id, level, log }
 }
 
+/// How far a task's output file has been read into a message: once the message is written to
+/// the master, where a restarted agent resumes reading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shipped {
+    pub container_id: String,
+    pub stdtype: StdType,
+    pub offset: u64,
+}
+
 /// Lines waiting to be sent, across all tasks (one message keeps the order between tasks' events).
 #[derive(Debug, Default)]
 pub struct LogBatch {
     batches: Vec<TaskLogBatch>,
     lines: usize,
     deadline: Option<Instant>,
+    /// The offset past the last line of each (container, stream) in the batch.
+    offsets: HashMap<(String, StdType), u64>,
 }
 
 impl LogBatch {
@@ -75,6 +88,9 @@ impl LogBatch {
             self.deadline = Some(Instant::now() + FLUSH_INTERVAL);
         }
         let wire = to_wire(&line);
+        if let Some(offset) = line.offset {
+            self.offsets.insert((line.container_id.clone(), line.stdtype), offset);
+        }
         match self.batches.last_mut() {
             Some(last) if last.container_id == line.container_id && last.task_id == line.task_id => last.lines.push(wire),
             _ => self.batches.push(TaskLogBatch {
@@ -93,11 +109,13 @@ impl LogBatch {
         self.deadline
     }
 
-    /// Takes every waiting line, leaving the batch empty.
-    pub fn take(&mut self) -> Option<Vec<TaskLogBatch>> {
+    /// Takes every waiting line, leaving the batch empty, with how far each output file it
+    /// holds lines of has been read.
+    pub fn take(&mut self) -> Option<(Vec<TaskLogBatch>, Vec<Shipped>)> {
         self.deadline = None;
         self.lines = 0;
-        if self.batches.is_empty() { None } else { Some(std::mem::take(&mut self.batches)) }
+        let shipped = self.offsets.drain().map(|((container_id, stdtype), offset)| Shipped { container_id, stdtype, offset }).collect();
+        if self.batches.is_empty() { None } else { Some((std::mem::take(&mut self.batches), shipped)) }
     }
 }
 
@@ -126,6 +144,7 @@ mod tests {
             timestamp: chrono::Utc::now(),
             stdtype: StdType::Stderr,
             log: log.into(),
+            offset: None,
         }
     }
 
@@ -134,6 +153,21 @@ mod tests {
         let wire = to_wire(&captured("c", "[rank=1] ERROR: bad"));
         assert_eq!((wire.rank_id, wire.level, wire.log.as_str()), (Some(1), Some(LineLevel::Error), "bad\n"));
         assert_eq!(wire.stdtype, StdType::Stderr);
+    }
+
+    #[test]
+    fn a_batch_carries_the_last_offset_of_each_stream() {
+        let mut batch = LogBatch::default();
+        for (container, stdtype, offset) in
+            [("c1", StdType::Stdout, 4), ("c1", StdType::Stdout, 9), ("c1", StdType::Stderr, 3), ("c2", StdType::Stdout, 7)]
+        {
+            batch.push(LogLine { stdtype, offset: Some(offset), ..captured(container, "x") });
+        }
+        let (_, mut shipped) = batch.take().unwrap();
+        shipped.sort_by_key(|s| (s.container_id.clone(), s.stdtype == StdType::Stderr));
+        let got: Vec<(&str, StdType, u64)> = shipped.iter().map(|s| (s.container_id.as_str(), s.stdtype, s.offset)).collect();
+        assert_eq!(got, [("c1", StdType::Stdout, 9), ("c1", StdType::Stderr, 3), ("c2", StdType::Stdout, 7)]);
+        assert!(batch.take().is_none());
     }
 
     #[tokio::test]
@@ -146,7 +180,8 @@ mod tests {
         }
         assert!(batch.deadline().is_some());
         assert!(batch.push(captured("c1", "last")));
-        let batches = batch.take().unwrap();
+        let (batches, shipped) = batch.take().unwrap();
+        assert!(shipped.is_empty(), "lines the agent wrote itself move no offset");
         assert_eq!(batches.iter().map(|b| b.lines.len()).sum::<usize>(), MAX_BATCH_LINES);
         // c1 c1 | c2 | c1 c1 c1 | c2 | ... | c2 | c1 ("last"): 250 c2 lines between 251 runs of c1.
         assert_eq!(batches.len(), 250 + 251);

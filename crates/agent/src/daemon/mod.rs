@@ -6,12 +6,20 @@
 //! while disconnected; what they produce waits in a bounded outbox until a connection takes it.
 //! Tasks keep running while the master is unreachable: the agent reconnects with [`backoff`]
 //! (forever, unless configured otherwise) and then reports what happened meanwhile.
+//!
+//! Tasks also outlive the agent process itself (a crash, `kill -9`): every running task is kept
+//! in the [`state_file`], and an agent started again with the same work root takes over those it
+//! finds there ([`crate::process::Runtime::adopt`]): it reports them to the master in
+//! `AgentStarted` exactly as after a master restart, goes on reading their output where the
+//! master's copy ends, and reports the exit of one that ended meanwhile with its recorded status.
+//! A graceful stop (SIGTERM, ctrl-C) still terminates the tasks first.
 
 mod archive_stream;
 pub mod backoff;
 mod connection;
 pub mod log_batch;
 mod readiness;
+pub mod state_file;
 mod tasks;
 
 use std::collections::{BTreeMap, HashMap};
@@ -31,12 +39,16 @@ use self::archive_stream::{PendingArchive, Progress};
 use self::backoff::Backoff;
 use self::connection::{ConnectError, Incoming, Outbox, Ws};
 use self::log_batch::LogBatch;
+use self::log_batch::Shipped;
+use self::readiness::Readiness;
+use self::state_file::{AgentState, TaskRecord};
 use self::tasks::{StartOutcome, Stop, TaskEntry};
 use crate::config::{AgentConfig, ConfigError};
 use crate::devices::{Device, DeviceError, DeviceType, detect_devices};
 use crate::events::{RuntimeEvent, TaskExit};
+use crate::harness_shim::ShimDir;
 use crate::master_tls::MasterTls;
-use crate::process::{Runtime, RuntimeOptions};
+use crate::process::{OutputOffsets, Runtime, RuntimeOptions};
 
 /// How long connecting plus the master's first message may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -89,6 +101,9 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
         options.work_root.display()
     );
     let secret = config.security.resolve()?;
+    let state_path = state_file::state_path(&options.work_root);
+    // The same host and work root: the same agent, after a restart (it takes over the tasks there).
+    let instance = format!("{}:{}", hostname(), options.work_root.display());
     let (runtime, events) = Runtime::new(options);
     let (started_tx, started_rx) = mpsc::unbounded_channel();
     let mut daemon = Daemon {
@@ -98,6 +113,7 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
             resource_pool: config.resource_pool.clone(),
             hostname: hostname(),
             reconnect: false,
+            instance,
         },
         config,
         secret,
@@ -113,7 +129,10 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
         outbox: Outbox::default(),
         cleanups: JoinSet::new(),
         stopping: false,
+        state_path,
+        saved_state: None,
     };
+    daemon.adopt_recorded();
     let mut shutdown = std::pin::pin!(shutdown);
     let result = daemon.drive(shutdown.as_mut()).await;
     if result.is_err() {
@@ -143,6 +162,9 @@ struct Daemon {
     cleanups: JoinSet<()>,
     /// Shutting down: tasks that finish starting are terminated at once.
     stopping: bool,
+    /// The [`state_file`] and what was last written to it.
+    state_path: std::path::PathBuf,
+    saved_state: Option<AgentState>,
 }
 
 /// Something that happened on this machine.
@@ -292,7 +314,9 @@ impl Daemon {
 
     async fn session<F: Future<Output = ()>>(&mut self, ws: &mut Ws, mut shutdown: Pin<&mut F>) -> Result<SessionEnd, DaemonError> {
         loop {
-            if let Err(e) = self.outbox.flush(ws).await {
+            let flushed = self.outbox.flush(ws).await;
+            self.note_shipped();
+            if let Err(e) = flushed {
                 return Ok(SessionEnd::Lost(e.to_string()));
             }
             tokio::select! {
@@ -408,6 +432,7 @@ impl Daemon {
                 timestamp: chrono::Utc::now(),
                 stdtype: crate::events::StdType::Stderr,
                 log: warning,
+                offset: None,
             };
             if self.batch.push(line) {
                 self.flush_batch();
@@ -426,6 +451,8 @@ impl Daemon {
                 slot_ids: start.slot_ids,
                 ports: BTreeMap::new(),
                 ready: start.ready_pattern.is_none(),
+                ready_pattern: start.ready_pattern,
+                shipped: OutputOffsets::default(),
             },
         );
         let (runtime, started) = (self.runtime.clone(), self.started_tx.clone());
@@ -512,6 +539,7 @@ impl Daemon {
                 } else if let Some(stop) = pending_stop {
                     self.stop_task(&container_id, stop);
                 }
+                self.persist();
             }
             Err(reason) => {
                 tracing::warn!("container {container_id} could not start: {reason}");
@@ -534,6 +562,7 @@ impl Daemon {
         tracing::info!("container {container_id} is ready");
         self.flush_batch();
         self.outbox.push(tasks::ready(container_id, &allocation_id));
+        self.persist();
     }
 
     /// Reports the exit and removes the task's dirs (unless `keep_work_dirs`).
@@ -541,6 +570,7 @@ impl Daemon {
         let Some(entry) = self.tasks.remove(container_id) else { return };
         tracing::info!("container {container_id} exited: {}", exit.failure_message().unwrap_or_else(|| "success".to_string()));
         self.outbox.push(tasks::terminated(container_id, &entry.allocation_id, tasks::exit_info(&exit)));
+        self.persist();
         if self.config.keep_work_dirs {
             return;
         }
@@ -557,8 +587,111 @@ impl Daemon {
     }
 
     fn flush_batch(&mut self) {
-        if let Some(batches) = self.batch.take() {
-            self.outbox.push(AgentToMaster::TaskLogs { batches });
+        if let Some((batches, shipped)) = self.batch.take() {
+            self.outbox.push_logs(AgentToMaster::TaskLogs { batches }, shipped);
+        }
+    }
+
+    /// Takes over the tasks an earlier agent process recorded in the state file.
+    fn adopt_recorded(&mut self) {
+        let state = match state_file::load(&self.state_path) {
+            Ok(state) => state,
+            Err(e) => {
+                tracing::error!("{e}");
+                return;
+            }
+        };
+        let work_root = self.runtime.options().work_root.clone();
+        for record in state.tasks {
+            let container_id = record.container_id.clone();
+            let adopted = record
+                .task_info(&work_root)
+                .map_err(|e| e.to_string())
+                .and_then(|(info, offsets)| self.runtime.adopt(info, offsets).map(|_| offsets).map_err(|e| e.to_string()));
+            let offsets = match adopted {
+                Ok(offsets) => offsets,
+                Err(e) => {
+                    tracing::warn!("cannot take over container {container_id} of the state file: {e}");
+                    continue;
+                }
+            };
+            tracing::info!("took over container {container_id} of task {} (pid {}) from the agent's last run", record.task_id, record.pid);
+            let readiness = match (record.ready, Readiness::watch(record.ready_pattern.as_deref())) {
+                (false, Ok(readiness)) => readiness,
+                _ => Readiness::Unwatched,
+            };
+            self.tasks.insert(
+                container_id,
+                TaskEntry {
+                    allocation_id: record.allocation_id,
+                    shim: ShimDir::for_work_dir(&record.work_dir),
+                    running: true,
+                    pending_exit: None,
+                    pending_stop: None,
+                    readiness,
+                    task_id: record.task_id,
+                    slot_ids: record.slot_ids,
+                    ports: record.ports,
+                    ready: record.ready,
+                    ready_pattern: record.ready_pattern,
+                    shipped: offsets,
+                },
+            );
+        }
+        self.persist();
+    }
+
+    /// Moves each task's sent-output offsets forward to what the outbox has written.
+    fn note_shipped(&mut self) {
+        let shipped = self.outbox.take_shipped();
+        if shipped.is_empty() {
+            return;
+        }
+        for Shipped { container_id, stdtype, offset } in shipped {
+            let Some(entry) = self.tasks.get_mut(&container_id) else { continue };
+            let field = match stdtype {
+                crate::events::StdType::Stdout => &mut entry.shipped.stdout,
+                crate::events::StdType::Stderr => &mut entry.shipped.stderr,
+            };
+            *field = (*field).max(offset);
+        }
+        self.persist();
+    }
+
+    /// Writes the running tasks to the state file, when they changed since the last write.
+    fn persist(&mut self) {
+        let mut tasks: Vec<TaskRecord> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| e.running)
+            .filter_map(|(id, e)| {
+                let handle = self.runtime.task(id).ok()?;
+                let info = handle.info();
+                Some(TaskRecord {
+                    container_id: id.clone(),
+                    task_id: e.task_id.clone(),
+                    allocation_id: e.allocation_id.clone(),
+                    slot_ids: e.slot_ids.clone(),
+                    ports: e.ports.clone(),
+                    pid: info.pid,
+                    start_ticks: info.start_ticks,
+                    started_at_ms: state_file::epoch_ms(info.started_at),
+                    work_dir: info.work_dir.clone(),
+                    ready: e.ready,
+                    ready_pattern: e.ready_pattern.clone(),
+                    stdout_offset: e.shipped.stdout,
+                    stderr_offset: e.shipped.stderr,
+                })
+            })
+            .collect();
+        tasks.sort_by(|a, b| a.container_id.cmp(&b.container_id));
+        let state = AgentState { tasks };
+        if self.saved_state.as_ref() == Some(&state) {
+            return;
+        }
+        match state_file::save(&self.state_path, &state) {
+            Ok(()) => self.saved_state = Some(state),
+            Err(e) => tracing::warn!("{e}; a restarted agent could not take over its tasks"),
         }
     }
 

@@ -43,6 +43,9 @@ pub(crate) struct TaskEntry {
     pub ports: BTreeMap<String, u16>,
     /// `TaskReady` was sent, or the task has no readiness pattern.
     pub ready: bool,
+    pub ready_pattern: Option<String>,
+    /// How far its output has been written to the master (kept in the state file).
+    pub shipped: crate::process::OutputOffsets,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

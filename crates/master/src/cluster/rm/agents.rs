@@ -68,6 +68,16 @@ struct AgentRun {
     registered: DateTime<Utc>,
     /// Registered with the scheduler (after `AgentStarted`).
     started: bool,
+    /// `AgentConnectQuery::instance` of its current session.
+    instance: String,
+}
+
+/// Whether a new connection for an agent id that still has an open session replaces that session
+/// (the agent process was started again on the same host and work root, taking over its tasks,
+/// while the old connection has not been seen to close yet) rather than being refused as a second
+/// agent with the same id.
+fn replaces_session(existing_instance: &str, query: &AgentConnectQuery) -> bool {
+    !query.reconnect && !query.instance.is_empty() && query.instance == existing_instance
 }
 
 /// One process of an allocation on an agent.
@@ -151,6 +161,12 @@ impl AgentResourceManager {
         }
         if let Some(existing) = self.agents.get(&query.id)
             && existing.outbox.as_ref().is_some_and(|o| !o.is_closed())
+            && replaces_session(&existing.instance, &query)
+        {
+            // Dropping the old outbox (below) closes the old connection.
+            tracing::warn!(agent = %query.id, instance = %query.instance, "the agent started again; its new session replaces the old one");
+        } else if let Some(existing) = self.agents.get(&query.id)
+            && existing.outbox.as_ref().is_some_and(|o| !o.is_closed())
         {
             tracing::warn!(agent = %query.id, "refusing a second connection for a connected agent id");
             let _ = outbox.send(MasterToAgent::AgentShutdown {
@@ -179,8 +195,10 @@ impl AgentResourceManager {
             devices: Vec::new(),
             registered: resolute_store::db_now(),
             started: false,
+            instance: query.instance.clone(),
         });
         agent.conn_id = conn_id;
+        agent.instance = query.instance.clone();
         agent.outbox = Some(outbox);
         tracing::info!(agent = %query.id, reconnect = query.reconnect, "agent connected");
     }
@@ -576,6 +594,24 @@ mod tests {
     use resolute_api::agent_protocol::TaskEntrypoint;
 
     use super::*;
+
+    #[test]
+    fn only_the_same_installation_started_again_replaces_an_open_session() {
+        let query = |instance: &str, reconnect: bool| AgentConnectQuery {
+            id: "a".into(),
+            version: String::new(),
+            resource_pool: "default".into(),
+            hostname: "h".into(),
+            reconnect,
+            instance: instance.into(),
+        };
+        assert!(replaces_session("h:/w", &query("h:/w", false)));
+        // Another agent with the same id (elsewhere, or another work root) is refused as before.
+        assert!(!replaces_session("h:/w", &query("h:/other", false)));
+        assert!(!replaces_session("", &query("", false)));
+        // A reconnecting session is the old one's process: it cannot be a restarted agent.
+        assert!(!replaces_session("h:/w", &query("h:/w", true)));
+    }
 
     fn start(archive_b64: Option<String>) -> StartTask {
         StartTask {
