@@ -11,8 +11,11 @@ for others; a user created there signs in; deactivated, refused);
 an adaptive (ASHA) search's page: trials stopped early marked in the table
 and the curves, smoothing / log scale / hover, the Hyperparameters tab (every trial in the
 parallel coordinates, the master's importance, scatter and heat map), a checkpoint downloaded as
-a tar, the configuration and the model definition's files, a trial's workloads. Screenshots of each
-page go to .ci-work/webui-screenshots/<backend>/.
+a tar, the configuration and the model definition's files (file_tree, then one file), a trial's
+workloads; the experiment's Logs tab (all trials interleaved with their ids, download, one picked
+trial searched and filtered by level, a running experiment followed live); an unmanaged
+experiment of 120 trials (more than the trials table's page) with every trial's learning curve
+drawn. Screenshots of each page go to .ci-work/webui-screenshots/<backend>/.
 
 Needs `scripts/webui.sh` (node_modules and the built UI embedded in the det binary) and Chromium;
 scripts/test.sh provides both and sets RESOLUTE_REQUIRE_WEBUI=1, so there a missing piece fails
@@ -28,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, Agent, DetCli, Master, compat_db
+from determined.common.api import bindings
 from determined.experimental import client
 
 from experiments import IRIS, create, write_config
@@ -37,6 +41,35 @@ pytestmark = pytest.mark.experiments
 WEBUI = REPO / "webui"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 USER, PASSWORD = "webui-e2e", "Resolute-UI-2026"
+
+
+MANY_TRIALS, MANY_POINTS = 120, 3
+
+
+def seed_many_trials(admin: client.Determined, trials: int, points: int) -> int:
+    """An unmanaged experiment (as upstream's core_v2 creates one) of `trials` trials, each with
+    `points` training reports of `loss`; returns its id."""
+    sess = admin._session
+    config = "name: webui-many-trials\nsearcher: {name: single, metric: loss}\nhyperparameters: {lr: 0.1}\n"
+    exp_id = bindings.post_CreateExperiment(
+        sess, body=bindings.v1CreateExperimentRequest(config=config, unmanaged=True)
+    ).experiment.id
+    for i in range(trials):
+        lr = 0.001 * (i + 1)
+        trial = bindings.post_CreateTrial(
+            sess, body=bindings.v1CreateTrialRequest(experimentId=exp_id, hparams={"lr": lr}, unmanaged=True)
+        ).trial
+        for step in range(1, points + 1):
+            metrics = bindings.v1TrialMetrics(
+                metrics=bindings.v1Metrics(avgMetrics={"loss": 1.0 / (step * lr * 1000)}),
+                trialId=trial.id,
+                trialRunId=0,
+                stepsCompleted=step * 10,
+            )
+            bindings.post_ReportTrialMetrics(
+                sess, body=bindings.v1ReportTrialMetricsRequest(group="training", metrics=metrics), metrics_trialId=trial.id
+            )
+    return exp_id
 
 
 def missing_tools() -> str:
@@ -98,6 +131,9 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
         scheduling_unit=50,
     )
     adaptive_id = create(det, adaptive_config, IRIS)
+    # More trials than the experiment page's trials table shows at once (100): the learning
+    # curves must still draw every one. Seeded through the API as an unmanaged experiment.
+    many_id = seed_many_trials(admin, MANY_TRIALS, MANY_POINTS)
     # One point per report: Iris const trains 5000 batches, reports training metrics every
     # scheduling_unit (100) batches and validates every 1000.
     points = {"validation.val_categorical_accuracy": 5000 // 1000, "training.loss": 5000 // 100}
@@ -120,6 +156,9 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
         RESOLUTE_UI_ADMIN_PASS="",
         RESOLUTE_UI_ADAPTIVE_EXPERIMENT=str(adaptive_id),
         RESOLUTE_UI_ADAPTIVE_TRIALS=str(adaptive_trials),
+        RESOLUTE_UI_MANY_EXPERIMENT=str(many_id),
+        RESOLUTE_UI_MANY_TRIALS=str(MANY_TRIALS),
+        RESOLUTE_UI_MANY_POINTS=str(MANY_POINTS),
         CHROMIUM=CHROMIUM,
     )
     proc = subprocess.run(
@@ -130,5 +169,6 @@ def test_webui_end_to_end(master: Master, agent: Agent, tools: None, tmp_path: P
     for name in [
         "01-login", "02-dashboard", "03-experiment", "04-trial", "05-experiments", "06-not-found",
         "10-adaptive", "11-hyperparameters", "12-checkpoints", "13-model-code", "14-trial-workloads",
+        "15-all-trials-curves", "16-experiment-logs-live", "17-experiment-logs",
     ]:
         assert (shots / f"{name}.png").stat().st_size > 10_000, f"{name}.png is missing or blank"

@@ -11,8 +11,8 @@
 //   1. the chart's data request as the trial page makes it, fetched from the page (p50/p95);
 //   2. the trial page: navigation start → the learning curve drawn (its canvas holds the points),
 //      and the data's arrival (the request's responseEnd) → drawn;
-//   3. the many-trial experiment page: navigation start → learning curves drawn and the trials
-//      table rendered ("usable").
+//   3. the many-trial experiment page: navigation start → every trial's learning curve drawn and
+//      the trials table rendered ("usable").
 
 import { chromium } from "playwright-core";
 
@@ -82,9 +82,10 @@ try {
   let series = 0;
   for (let i = 0; i < runs; i++) {
     await page.goto(`${base}/experiments/${manyExp}`);
+    // Every trial's curve (the page draws all of them, not the table's page) and the table.
     await page.waitForFunction(
-      () => Number(document.querySelector("[data-testid=learning-curve]")?.dataset.points) > 0 && document.querySelectorAll("[data-testid=trials-table] tbody tr[data-trial-id]").length > 0,
-      null,
+      (n) => Number(document.querySelector("[data-testid=learning-curve]")?.dataset.series) === n && document.querySelectorAll("[data-testid=trials-table] tbody tr[data-trial-id]").length > 0,
+      manyTrials,
       { polling: "raf", timeout: 60000 },
     );
     const t = await page.evaluate(() => ({ now: performance.now(), series: Number(document.querySelector("[data-testid=learning-curve]")?.dataset.series) }));

@@ -10,19 +10,21 @@
 //   RESOLUTE_UI_LABEL        a label of RESOLUTE_UI_EXPERIMENT (not of the other one)
 //   RESOLUTE_UI_METRIC       the searcher metric id the curve opens on (validation.NAME)
 //   RESOLUTE_UI_POINTS       JSON {metricId: points per trial} the learning curve must draw
-//   RESOLUTE_UI_LOG_TEXT     a line the trial's logs contain
+//   RESOLUTE_UI_LOG_TEXT     a line the trial's logs contain (also each adaptive trial's)
 //   RESOLUTE_UI_SCREENSHOTS  folder for one PNG per page (test artefacts)
 //   RESOLUTE_UI_BULK_EXPERIMENTS  two paused experiments of that user, killed together from the
 //                            experiments table (after a bulk pause that fails on the completed one)
 //   RESOLUTE_UI_ADMIN_USER/_PASS  an admin: creates a user on /admin/users who then signs in
 //   RESOLUTE_UI_ADAPTIVE_EXPERIMENT  an adaptive (ASHA) search of N trials, some stopped early;
 //                            RESOLUTE_UI_ADAPTIVE_TRIALS is N (the experiment page's tabs)
+//   RESOLUTE_UI_MANY_EXPERIMENT  an experiment of RESOLUTE_UI_MANY_TRIALS (> 100) trials, each
+//                            with RESOLUTE_UI_MANY_POINTS training `loss` reports: all curves drawn
 //   CHROMIUM                 the browser binary (default /usr/bin/chromium)
 //
 // Exits non-zero with the failed step's message; prints one line per step.
 
 import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 const env = (k, d) => {
@@ -46,6 +48,9 @@ const completeTimeout = Number(process.env.RESOLUTE_UI_COMPLETE_TIMEOUT_MS ?? 24
 const bulkIds = env("RESOLUTE_UI_BULK_EXPERIMENTS").split(",").map(Number);
 const adminUser = env("RESOLUTE_UI_ADMIN_USER");
 const adminPass = env("RESOLUTE_UI_ADMIN_PASS", "");
+const manyId = Number(env("RESOLUTE_UI_MANY_EXPERIMENT"));
+const manyTrials = Number(env("RESOLUTE_UI_MANY_TRIALS"));
+const manyTrialPoints = Number(env("RESOLUTE_UI_MANY_POINTS"));
 mkdirSync(shots, { recursive: true });
 
 const browser = await chromium.launch({ executablePath: env("CHROMIUM", "/usr/bin/chromium"), headless: true });
@@ -289,7 +294,48 @@ try {
   await page.locator('[data-testid=model-files] a[data-path="model_def.py"]').waitFor({ timeout: 15000 });
   await page.click('[data-testid=model-files] a[data-path="model_def.py"]');
   await page.locator("[data-testid=model-file-text]").getByText("import").first().waitFor();
+  // One file at a time through the master's file_tree / file endpoints, never the whole archive.
+  const codeRequests = await page.evaluate(() => performance.getEntriesByType("resource").map((e) => new URL(e.name).pathname).filter((p) => /\/(file_tree|file|model_def)$/.test(p)));
+  assert(codeRequests.some((p) => p.endsWith("/file_tree")) && codeRequests.some((p) => p.endsWith("/file")) && !codeRequests.some((p) => p.endsWith("/model_def")),
+    `the Model code tab's requests: ${codeRequests.join(", ")}`);
   await shot("13-model-code");
+  log(step);
+
+  step = "the experiment's Logs tab interleaves its trials' logs, each line naming its trial";
+  await page.goto(`${base}/experiments/${adaptiveId}?tab=logs`);
+  await page.waitForFunction(() => new Set(Array.from(document.querySelectorAll("[data-testid=logs] .log-line")).map((l) => l.dataset.trialId)).size >= 2, null, { timeout: 30000 });
+  await page.locator("[data-testid=log-note]").waitFor();
+  const tagged = await page.evaluate(() => Array.from(document.querySelectorAll("[data-testid=logs] .log-line")).every((l) => l.querySelector(".log-trial")?.textContent === `trial ${l.dataset.trialId}`));
+  assert(tagged, "a line of the experiment's logs does not name its trial");
+  const logsDownload = page.waitForEvent("download");
+  await page.click("[data-testid=log-download]");
+  const logsFile = await logsDownload;
+  assert(logsFile.suggestedFilename() === `experiment-${adaptiveId}-logs.txt`, `the logs download is named ${logsFile.suggestedFilename()}`);
+  const text = readFileSync(await logsFile.path(), "utf8");
+  assert(/^\[trial \d+\] /.test(text), `the downloaded logs do not name the trials: ${text.slice(0, 120)}`);
+  await shot("17-experiment-logs");
+  log(step);
+
+  step = "the Logs tab shows one picked trial's logs, searched and filtered by level";
+  const firstTrial = await page.locator("[data-testid=log-trial] option:nth-child(2)").getAttribute("value");
+  await page.selectOption("[data-testid=log-trial]", firstTrial);
+  await page.waitForURL((u) => u.searchParams.get("trial") === firstTrial);
+  await page.waitForFunction((t) => {
+    const lines = Array.from(document.querySelectorAll("[data-testid=logs] .log-line"));
+    return lines.length > 0 && lines.every((l) => l.dataset.trialId === t) && !document.querySelector(".log-trial");
+  }, firstTrial, { timeout: 30000 });
+  const allOfTrial = await page.locator("[data-testid=logs] .log-line").count();
+  await page.fill("[data-testid=log-search]", logText);
+  await page.waitForFunction(([t, n]) => {
+    const lines = Array.from(document.querySelectorAll("[data-testid=logs] .log-line"));
+    return lines.length > 0 && lines.length < n && lines.every((l) => l.textContent.includes(t));
+  }, [logText, allOfTrial], { timeout: 30000 });
+  await page.fill("[data-testid=log-search]", "");
+  await page.selectOption("[data-testid=log-level]", "LOG_LEVEL_ERROR");
+  await page.waitForFunction((n) => {
+    const lines = Array.from(document.querySelectorAll("[data-testid=logs] .log-line"));
+    return lines.length < n && lines.every((l) => /lvl-(error|critical)/.test(l.className));
+  }, allOfTrial, { timeout: 30000 });
   log(step);
 
   step = "a trial page lists its workloads and checkpoints";
@@ -304,6 +350,25 @@ try {
   await shot("14-trial-workloads");
   log(step);
 
+  step = "an experiment of more trials than the table's page draws every trial's learning curve";
+  // RESOLUTE_UI_MANY_EXPERIMENT: an unmanaged experiment of MANY_TRIALS trials, each with
+  // MANY_POINTS training reports of `loss` (seeded through the API by the test).
+  await page.goto(`${base}/experiments/${manyId}`);
+  await page.waitForFunction((n) => Number(document.querySelector("[data-testid=learning-curve]")?.dataset.series) === n, manyTrials, { timeout: 30000 });
+  const manyPoints = Number(await page.locator("[data-testid=learning-curve]").getAttribute("data-points"));
+  assert(manyPoints === manyTrials * manyTrialPoints, `the curves draw ${manyPoints} points, expected ${manyTrials} trials × ${manyTrialPoints}`);
+  const manyRows = await page.locator("[data-testid=trials-table] tbody tr[data-trial-id]").count();
+  assert(manyRows === 100 && manyRows < manyTrials, `the trials table shows ${manyRows} rows on its first page`);
+  const seriesRequests = await page.evaluate(() => performance.getEntriesByType("resource").filter((e) => e.name.includes("/api/v1/trials/time-series")).map((e) => e.name));
+  assert(seriesRequests.length >= 1 && seriesRequests.length <= Math.ceil(manyTrials / 200) + 1, `${seriesRequests.length} time-series requests for ${manyTrials} trials`);
+  for (const url of seriesRequests) {
+    const budget = Number(new URL(url).searchParams.get("maxDatapoints"));
+    assert(budget > 0 && budget * manyTrials <= 50000, `maxDatapoints=${budget} per series breaks the 50,000-point budget for ${manyTrials} trials`);
+  }
+  await page.getByText(`Learning curves (${manyTrials} trials)`).waitFor();
+  await shot("15-all-trials-curves");
+  log(step);
+
   step = "a paused experiment is activated from its page";
   await page.goto(`${base}/experiments/${killId}`);
   await page.locator('[data-testid=experiment-summary] [data-state="STATE_PAUSED"]').waitFor();
@@ -311,7 +376,17 @@ try {
   await page.locator("[data-testid=experiment-summary] [data-state]:not([data-state=STATE_PAUSED])").waitFor();
   log(step);
 
+  step = "the experiment's Logs tab follows its running trial live";
+  await page.goto(`${base}/experiments/${killId}?tab=logs`);
+  await page.locator("[data-testid=log-status]").getByText("Live").waitFor({ timeout: 30000 });
+  await page.waitForFunction(() => document.querySelectorAll("[data-testid=logs] .log-line").length > 0, null, { timeout: completeTimeout });
+  const expBefore = await page.locator("[data-testid=logs] .log-line").count();
+  await page.waitForFunction((n) => document.querySelectorAll("[data-testid=logs] .log-line").length >= n + 3, expBefore, { timeout: 120000 });
+  await shot("16-experiment-logs-live");
+  log(step);
+
   step = "its running trial's logs follow live";
+  await page.goto(`${base}/experiments/${killId}`);
   await page.locator("[data-testid=trials-table] tbody tr a").first().click();
   await page.waitForURL((u) => /^\/experiments\/\d+\/trials\/\d+$/.test(u.pathname));
   await page.locator("[data-testid=log-status]").getByText("Live").waitFor({ timeout: 30000 });

@@ -155,6 +155,8 @@ export interface Trial {
 
 export interface DataPoint { batches: number; time: string; epoch?: number; values: Record<string, number | null> }
 export interface Series { group: string; type: string; data: DataPoint[] }
+/** `v1FileNode`: a file or directory of the model definition. */
+export interface FileNode { path: string; name: string; modifiedTime: string; contentLength: number; isDir: boolean; contentType: string; files: FileNode[] }
 export interface ComparableTrial { trial: Trial; metrics: Series[] }
 
 export interface Agent {
@@ -217,6 +219,16 @@ export const api = {
     json<unknown>("POST", `/api/v1/experiments/${id}/${action}`, {}),
   trials: (experimentId: number, q: { offset?: number; limit?: number; sortBy?: string; orderBy?: string }, signal?: AbortSignal) =>
     json<{ trials: Trial[]; pagination: Pagination }>("GET", `/api/v1/experiments/${experimentId}/trials` + queryString(q), undefined, signal),
+  /** Every trial of an experiment (by id), in pages of the master's maximum, the rest fetched together. */
+  allTrials: async (experimentId: number, signal?: AbortSignal): Promise<Trial[]> => {
+    const page = 1000;
+    const q = (offset: number) => ({ offset, limit: page, sortBy: "SORT_BY_ID", orderBy: "ORDER_BY_ASC" });
+    const first = await api.trials(experimentId, q(0), signal);
+    const offsets: number[] = [];
+    for (let o = first.trials.length; first.trials.length > 0 && o < first.pagination.total; o += page) offsets.push(o);
+    const rest = await Promise.all(offsets.map((o) => api.trials(experimentId, q(o), signal)));
+    return first.trials.concat(...rest.map((r) => r.trials));
+  },
   trial: (id: number, signal?: AbortSignal) => json<{ trial: Trial }>("GET", `/api/v1/trials/${id}`, undefined, signal).then((r) => r.trial),
   /** Learning curves: each trial's series of `metricIds` (`group.name`), downsampled by the master. */
   timeSeries: (trialIds: number[], metricIds: string[], maxDatapoints: number, signal?: AbortSignal) =>
@@ -234,7 +246,11 @@ export const api = {
     json<{ checkpoints: Checkpoint[]; pagination: Pagination }>("GET", `/api/v1/experiments/${id}/checkpoints` + queryString(q), undefined, signal),
   trialCheckpoints: (id: number, q: CheckpointQuery, signal?: AbortSignal) =>
     json<{ checkpoints: Checkpoint[]; pagination: Pagination }>("GET", `/api/v1/trials/${id}/checkpoints` + queryString(q), undefined, signal),
-  modelDef: (id: number, signal?: AbortSignal) => json<{ b64Tgz: string }>("GET", `/api/v1/experiments/${id}/model_def`, undefined, signal).then((r) => r.b64Tgz),
+  /** The model definition's files as a tree (directories first), without their contents. */
+  modelTree: (id: number, signal?: AbortSignal) => json<{ files: FileNode[] }>("GET", `/api/v1/experiments/${id}/file_tree`, undefined, signal).then((r) => r.files ?? []),
+  /** One file of the model definition: its bytes (the master sends base64). */
+  modelFile: (id: number, path: string, signal?: AbortSignal) =>
+    json<{ file: string }>("POST", `/api/v1/experiments/${id}/file`, { experimentId: id, path }, signal).then((r) => Uint8Array.from(atob(r.file ?? ""), (c) => c.charCodeAt(0))),
   workloads: (trialId: number, q: { offset?: number; limit?: number; orderBy?: string }, signal?: AbortSignal) =>
     json<{ workloads: Workload[]; pagination: Pagination }>("GET", `/api/v1/trials/${trialId}/workloads` + queryString(q), undefined, signal),
   /** The master's route that streams a checkpoint's files as a tar (`det checkpoint download`). */

@@ -20,6 +20,7 @@ pub mod int64;
 pub mod logs;
 pub mod master;
 pub mod metrics_stream;
+pub mod model_def_files;
 pub mod models;
 pub mod pagination;
 pub mod preview;

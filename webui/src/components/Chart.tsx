@@ -68,7 +68,8 @@ export function Chart(props: {
         { label: props.xLabel, stroke: "#5b6472", grid: { stroke: "#eef0f3" } },
         { label: props.yLabel, stroke: "#5b6472", grid: { stroke: "#eef0f3" }, size: 64 },
       ],
-      legend: { live: true },
+      // Past 30 lines the legend would push the chart off screen; the hover line names the trial.
+      legend: { live: true, show: props.lines.length <= 30 },
       cursor: { drag: { x: true, y: false }, focus: { prox: 24 } },
       focus: { alpha: 0.35 },
       series: [

@@ -1,11 +1,13 @@
-// Learning curves: one chosen metric for many trials, from GET /api/v1/trials/time-series with
-// `maxDatapoints` (the master downsamples each series, keeping its ends and extremes). X axis in
+// Learning curves: one chosen metric for many trials — all of an experiment's, however many —
+// from GET /api/v1/trials/time-series with `maxDatapoints` (the master downsamples each series,
+// keeping its ends and extremes), in batches of TRIALS_PER_REQUEST trials fetched together, the
+// trials sharing one total point budget (`pointsPerSeries`). X axis in
 // batches, epochs (when the trials report `epochs`) or wall-clock time; log scale; EMA smoothing;
 // hovering a line names its trial and hyperparameters; trials the adaptive searcher stopped
 // early are dashed.
 
 import { useMemo, useState } from "preact/hooks";
-import { api, type Trial } from "../api";
+import { api, type ComparableTrial, type Trial } from "../api";
 import { flattenHparams, fmtTick, smooth } from "./hparams";
 import { Chart, type Line } from "./Chart";
 import { useResource } from "./data";
@@ -15,11 +17,23 @@ import { ErrorBanner, Spinner } from "./ui";
 export const MAX_DATAPOINTS = 1000;
 /** Points of all series together: many trials share the budget (at least MIN_DATAPOINTS each). */
 export const MAX_TOTAL_POINTS = 50_000;
-export const MIN_DATAPOINTS = 100;
+/** A series keeps at least its ends and a few extremes (the budget holds up to 2,500 trials). */
+export const MIN_DATAPOINTS = 20;
+/** Trials per time-series request (the master takes up to 1,000; smaller batches keep URLs short). */
+export const TRIALS_PER_REQUEST = 200;
 
 /** Points asked per series when `trials` series are drawn at once. */
 export function pointsPerSeries(trials: number): number {
   return Math.max(MIN_DATAPOINTS, Math.min(MAX_DATAPOINTS, Math.floor(MAX_TOTAL_POINTS / Math.max(1, trials))));
+}
+
+/** Every trial's downsampled series of `metric`: one request per TRIALS_PER_REQUEST trials, all at once. */
+export async function fetchCurves(trialIds: number[], metric: string, signal?: AbortSignal): Promise<ComparableTrial[]> {
+  const perSeries = pointsPerSeries(trialIds.length);
+  const batches: number[][] = [];
+  for (let i = 0; i < trialIds.length; i += TRIALS_PER_REQUEST) batches.push(trialIds.slice(i, i + TRIALS_PER_REQUEST));
+  const answers = await Promise.all(batches.map((ids) => api.timeSeries(ids, [metric], perSeries, signal)));
+  return answers.flat();
 }
 
 export function LearningCurves(props: {
@@ -45,7 +59,7 @@ export function LearningCurves(props: {
   const ids = props.trialIds.join(",");
 
   const series = useResource(
-    (signal) => (chosen && props.trialIds.length ? api.timeSeries(props.trialIds, [chosen], pointsPerSeries(props.trialIds.length), signal) : Promise.resolve([])),
+    (signal) => (chosen && props.trialIds.length ? fetchCurves(props.trialIds, chosen, signal) : Promise.resolve([])),
     [ids, chosen],
     { intervalMs: 5000, live: () => props.live, refreshKey: props.refreshKey },
   );

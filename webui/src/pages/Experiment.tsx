@@ -1,12 +1,14 @@
 // /experiments/:id: header (state, progress, searcher, best metric, actions) and tabs (`?tab=`):
-// Overview (learning curves of any metric for all trials, and the trials table with each trial's
-// ASHA rung and searcher decision), Hyperparameters (importance, parallel coordinates, scatter,
-// heat map), Checkpoints, Configuration and Model code. Polls while the experiment is live.
+// Overview (learning curves of any metric for all trials — every one, not the table's page — and
+// the trials table, paged, with each trial's ASHA rung and searcher decision), Hyperparameters (importance, parallel coordinates, scatter,
+// heat map), Checkpoints, Configuration, Model code and Logs (all trials interleaved, or one).
+// Polls while the experiment is live.
 
 import { useMemo, useState } from "preact/hooks";
 import { api, ApiError, type Experiment as Exp, type SearcherTrial, type Trial } from "../api";
 import { Checkpoints } from "../components/Checkpoints";
 import { HpViews } from "../components/HpViews";
+import { LogView } from "../components/Logs";
 import { ModelCode } from "../components/ModelCode";
 import { toYaml } from "../components/yaml";
 import { useResource } from "../components/data";
@@ -26,6 +28,7 @@ const TABS = [
   ["checkpoints", "Checkpoints"],
   ["configuration", "Configuration"],
   ["code", "Model code"],
+  ["logs", "Logs"],
 ] as const;
 type Tab = (typeof TABS)[number][0];
 
@@ -37,6 +40,13 @@ export function Experiment({ id }: { id: number }) {
     (signal) => api.trials(id, { offset: trialPage * TRIALS_PAGE, limit: TRIALS_PAGE, sortBy: "SORT_BY_ID", orderBy: "ORDER_BY_ASC" }, signal),
     [id, trialPage],
     { intervalMs: 3000, live: () => live, refreshKey: exp.data?.experiment.state },
+  );
+  // The learning curves draw every trial, not the table's page: all ids (and hyperparameters, for
+  // the hover), then the series in batches (components/LearningCurves.tsx).
+  const curveTrials = useResource(
+    (signal) => api.allTrials(id, signal),
+    [id],
+    { intervalMs: 5000, live: () => live, refreshKey: exp.data?.experiment.state },
   );
   const [actionError, setActionError] = useState<ApiError | null>(null);
   const loc = useLocation();
@@ -102,18 +112,19 @@ export function Experiment({ id }: { id: number }) {
       </nav>
       {tab === "overview" && (
         <>
-          <Card title="Learning curves">
-            {trials.data ? (
+          <Card title={`Learning curves${curveTrials.data ? ` (${fmtNumber(curveTrials.data.length)} trials)` : ""}`}>
+            {curveTrials.error && !curveTrials.data && <ErrorBanner error={curveTrials.error} retry={curveTrials.reload} />}
+            {curveTrials.data ? (
               <LearningCurves
-                trialIds={trialList.map((t) => t.id)}
-                metrics={metricIds(trialList)}
+                trialIds={curveTrials.data.map((t) => t.id)}
+                metrics={metricIds(curveTrials.data)}
                 defaultMetric={searcherMetricId(e.searcherMetric)}
                 live={live}
                 refreshKey={e.state}
-                trials={trialList}
+                trials={curveTrials.data}
                 stopped={stopped}
               />
-            ) : <Spinner />}
+            ) : !curveTrials.error && <Spinner />}
           </Card>
           <Card title={`Trials${trials.data ? ` (${trials.data.pagination.total})` : ""}`}>
             {trials.error && <ErrorBanner error={trials.error} retry={trials.reload} />}
@@ -128,6 +139,7 @@ export function Experiment({ id }: { id: number }) {
       )}
       {tab === "configuration" && <ConfigurationTab e={e} config={exp.data.config} />}
       {tab === "code" && <Card title="Model definition"><ModelCode experimentId={e.id} /></Card>}
+      {tab === "logs" && <ExperimentLogs experimentId={e.id} trials={curveTrials.data} />}
     </div>
   );
 }
@@ -171,6 +183,28 @@ function HyperparametersTab({ e, config, live }: { e: Exp; config: Record<string
         searcherMetric={e.searcherMetric}
         smallerIsBetter={searcher.smaller_is_better !== false}
       />
+    </Card>
+  );
+}
+
+/** The Logs tab: every trial's logs by time (each line naming its trial), or one trial's (`?trial=`). */
+function ExperimentLogs({ experimentId, trials }: { experimentId: number; trials: Trial[] | undefined }) {
+  const loc = useLocation();
+  if (!trials) return <Spinner />;
+  if (!trials.length) return <Card title="Logs"><p class="muted">No trials yet.</p></Card>;
+  const picked = trials.find((t) => String(t.id) === loc.query.get("trial"));
+  const sources = (picked ? [picked] : trials).map((t) => ({ id: t.id, live: isLive(t.state) }));
+  return (
+    <Card title="Logs">
+      <div class="toolbar">
+        <label>Trial{" "}
+          <select value={picked ? String(picked.id) : ""} onChange={(ev) => setQuery({ trial: ev.currentTarget.value || undefined })} data-testid="log-trial">
+            <option value="">All trials ({trials.length})</option>
+            {trials.map((t) => <option key={t.id} value={String(t.id)}>Trial {t.id}</option>)}
+          </select>
+        </label>
+      </div>
+      <LogView sources={sources} fileName={picked ? `trial-${picked.id}-logs.txt` : `experiment-${experimentId}-logs.txt`} />
     </Card>
   );
 }

@@ -24,6 +24,7 @@ mod logs;
 mod master_config;
 mod master_logs;
 mod metrics_stream;
+mod model_def_files;
 mod models;
 mod ndjson;
 mod openapi;
@@ -137,6 +138,8 @@ fn routes() -> Router<AppState> {
         .route("/api/v1/experiments/{id}/trials", get(experiment_items::trials))
         .route("/api/v1/experiments/{id}/checkpoints", get(experiment_items::checkpoints))
         .route("/api/v1/experiments/{id}/model_def", get(experiment_items::model_def))
+        .route("/api/v1/experiments/{id}/file_tree", get(model_def_files::tree))
+        .route("/api/v1/experiments/{id}/file", post(model_def_files::file))
         .route("/api/v1/experiments/{id}/searcher/state", get(searcher_state::searcher_state))
         .route("/api/v1/experiments/{id}/hyperparameter-importance", get(hp_importance::hp_importance))
         .route("/api/v1/trials/{id}", get(experiment_items::trial).patch(unmanaged::patch_trial))

@@ -64,6 +64,8 @@ use utoipa::{Modify, OpenApi};
         super::experiment_items::trials,
         super::experiment_items::checkpoints,
         super::experiment_items::model_def,
+        super::model_def_files::tree,
+        super::model_def_files::file,
         super::experiment_items::trial,
         super::unmanaged::put_experiment,
         super::unmanaged::create_trial,

@@ -28,6 +28,7 @@ pub mod metric_reporters;
 pub mod metrics_stream;
 mod metrics_writer;
 pub mod model_def;
+pub mod model_def_files;
 pub mod models;
 mod notebook_activity;
 pub mod paging;

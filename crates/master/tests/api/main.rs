@@ -32,6 +32,7 @@ mod master_reattach;
 mod master_restart;
 mod metrics_ingest;
 mod metrics_stream;
+mod model_def_files;
 mod models;
 #[path = "../../../store/tests/support/pg_databases.rs"]
 mod pg_databases;
@@ -102,6 +103,8 @@ harness::api_test!(bad_input::duplicate_and_invalid_usernames);
 harness::api_test!(bad_input::oversized_body_is_413);
 harness::api_test!(bad_input::bad_path_and_query_values);
 harness::api_test!(experiments::seed_const_yaml_with_cli_context);
+harness::api_test!(model_def_files::the_tree_lists_the_uploaded_context);
+harness::api_test!(model_def_files::a_file_is_read_by_path);
 harness::api_test!(experiments::bad_config_lists_every_field_error);
 harness::api_test!(experiments::validate_only_and_paused_creates);
 harness::api_test!(experiments::malformed_files_are_400);

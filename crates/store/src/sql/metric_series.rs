@@ -23,8 +23,15 @@ use crate::model_series::{MetricSeries, MetricSeriesBuilder};
 
 const STRIPES: usize = 4096;
 /// Memory the cached series may hold together (about 8 bytes a value: 100 trials of 10,000
-/// reports with two metrics take ~40 MiB).
+/// reports with two metrics take ~40 MiB). One series may take up to all of it: a trial of
+/// 1,000,000 reports of two metrics is ~32 MiB, and a series left out of the cache is read and
+/// decoded whole again on every chart request (seconds for such a trial), so it must fit.
 const CACHE_BYTES: usize = 64 << 20;
+
+/// Whether a series of `bytes` is kept: any that fits the cache, evicting the least recently used.
+fn admitted(bytes: usize) -> bool {
+    bytes <= CACHE_BYTES
+}
 
 const LIVE_SERIES: &str = "SELECT steps_completed, report_time, body FROM metrics \
      WHERE trial_id = $1 AND archived = FALSE AND metric_group = $2 ORDER BY steps_completed, id";
@@ -83,7 +90,7 @@ impl SeriesCache {
 
     fn put(&self, trial_id: i32, group: &str, generation: u64, series: Arc<MetricSeries>) {
         let bytes = series.bytes() + 128;
-        if bytes > CACHE_BYTES / 4 {
+        if !admitted(bytes) {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
@@ -123,5 +130,35 @@ impl SqlStore {
         let series = Arc::new(builder.finish());
         self.series.put(trial_id, group, generation, series.clone());
         Ok(series)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A series of about `mib` MiB (steps and times only).
+    fn series_of(mib: usize) -> Arc<MetricSeries> {
+        let rows = (mib << 20) / 16;
+        Arc::new(MetricSeries { steps: vec![0; rows], times: vec![0; rows], names: Vec::new(), columns: Vec::new() })
+    }
+
+    #[test]
+    fn a_million_report_series_is_kept() {
+        // 1,000,000 reports of two metrics: steps, times and two columns of 8 bytes each.
+        assert!(admitted(1_000_000 * 32 + 128));
+        let cache = SeriesCache::default();
+        cache.put(1, "training", 0, series_of(1));
+        cache.put(2, "training", 0, series_of(40));
+        assert!(cache.get(2, "training", 0).is_some(), "a 40 MiB series is cached");
+        assert!(cache.get(1, "training", 0).is_some(), "a small one stays beside it");
+        // A second big one evicts the least recently used until both bounds hold.
+        cache.put(3, "training", 0, series_of(40));
+        assert!(cache.get(3, "training", 0).is_some());
+        assert!(cache.get(2, "training", 0).is_none(), "the cache stays within its bytes");
+        // Never more than the whole cache.
+        assert!(!admitted(CACHE_BYTES + 1));
+        cache.put(4, "training", 0, series_of(65));
+        assert!(cache.get(4, "training", 0).is_none());
     }
 }
