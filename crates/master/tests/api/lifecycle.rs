@@ -37,7 +37,8 @@ async fn trials(m: &TestMaster, token: &str, id: i64) -> Vec<Value> {
 
 /// Polls until `check` holds for the experiment and its trials (a deadline, never a fixed sleep).
 async fn until(m: &TestMaster, token: &str, id: i64, what: &str, check: impl Fn(&Value, &[Value]) -> bool) -> (Value, Vec<Value>) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    // Generous: the whole API suite runs at once on CI's two cores.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let (exp, ts) = (experiment(m, token, id).await, trials(m, token, id).await);
         if check(&exp, &ts) {
