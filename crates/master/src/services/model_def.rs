@@ -126,14 +126,14 @@ fn checked_path(index: usize, raw: &str) -> ApiResult<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::io::Read;
 
     use flate2::read::GzDecoder;
 
     use super::*;
 
-    fn file(path: &str, content: &[u8]) -> ContextFile {
+    pub(crate) fn file(path: &str, content: &[u8]) -> ContextFile {
         ContextFile {
             path: path.to_owned(),
             type_flag: TYPE_REGULAR,
@@ -145,7 +145,7 @@ mod tests {
         }
     }
 
-    fn dir(path: &str) -> ContextFile {
+    pub(crate) fn dir(path: &str) -> ContextFile {
         ContextFile {
             path: path.to_owned(),
             type_flag: TYPE_DIRECTORY,

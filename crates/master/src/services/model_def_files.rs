@@ -153,35 +153,9 @@ pub fn read_file(archive: &[u8], path: &str, experiment: i32) -> ApiResult<Vec<u
 
 #[cfg(test)]
 mod tests {
-    use base64::Engine;
-    use base64::engine::general_purpose::STANDARD as BASE64;
-
     use super::*;
-    use crate::services::model_def::{ContextFile, TYPE_DIRECTORY, TYPE_REGULAR, build_archive};
-
-    fn file(path: &str, content: &[u8]) -> ContextFile {
-        ContextFile {
-            path: path.to_owned(),
-            type_flag: TYPE_REGULAR,
-            content: BASE64.encode(content),
-            mtime: 1_710_000_000,
-            mode: 0o100644,
-            uid: 0,
-            gid: 0,
-        }
-    }
-
-    fn dir(path: &str) -> ContextFile {
-        ContextFile {
-            path: path.to_owned(),
-            type_flag: TYPE_DIRECTORY,
-            content: String::new(),
-            mtime: 1_710_000_000,
-            mode: 0o40755,
-            uid: 0,
-            gid: 0,
-        }
-    }
+    use crate::services::model_def::build_archive;
+    use crate::services::model_def::tests::{dir, file};
 
     fn archive() -> Vec<u8> {
         build_archive(&[
