@@ -223,7 +223,8 @@ fn every_rank_started(containers: &[crate::cluster::ContainerView], ranks: usize
     if containers.is_empty() {
         return Some(false);
     }
-    let running = containers.iter().filter(|c| c.rendezvous.is_some() && c.state == "STATE_RUNNING").count();
+    let running =
+        containers.iter().filter(|c| c.rendezvous.is_some() && c.state == crate::domain::AllocationState::Running.as_str()).count();
     (running >= ranks).then_some(true)
 }
 
