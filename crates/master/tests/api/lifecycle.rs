@@ -159,6 +159,23 @@ pub async fn pause_and_activate_in_a_tight_loop(m: &TestMaster) {
     assert_eq!(ids.len(), allocations.len(), "allocation ids are never reused: {allocations:?}");
 }
 
+/// The race behind the tight loop above, ordered by hand: a pause and an activate both stored
+/// before the loop reads the experiment, so the loop sees ACTIVE twice and never the pause. The
+/// store then says ACTIVE (the activate's write) while the loop last wrote QUEUED; it must write
+/// QUEUED again rather than trust what it wrote before.
+pub async fn a_pause_and_activate_the_loop_never_saw_still_show_queued(m: &TestMaster) {
+    let token = m.login("determined", "").await;
+    let id = create(m, &token, SINGLE, true).await["id"].as_i64().unwrap();
+    until(m, &token, id, "QUEUED", |e, _| e["state"] == "STATE_QUEUED").await;
+    let exp_id = i32::try_from(id).unwrap();
+    assert!(m.store.update_experiment_state_if(exp_id, &["STATE_QUEUED"], "STATE_PAUSED", None).await.unwrap());
+    assert!(m.store.update_experiment_state_if(exp_id, &["STATE_PAUSED"], "STATE_ACTIVE", None).await.unwrap());
+    for _ in 0..2 {
+        m.cluster.notify(resolute_master::cluster::ClusterEvent::ExperimentChanged { experiment_id: exp_id });
+    }
+    until(m, &token, id, "QUEUED again", |e, ts| e["state"] == "STATE_QUEUED" && states(ts) == ["STATE_QUEUED"]).await;
+}
+
 pub async fn an_errored_search_is_not_done(m: &TestMaster) {
     let token = m.login("determined", "").await;
     let mut agent = FakeAgent::connect(m, "agent-1", 1).await;

@@ -148,6 +148,7 @@ harness::api_test!(lifecycle::queued_then_running_with_trials_from_the_start);
 harness::api_test!(lifecycle::a_paused_experiment_has_its_trials);
 harness::api_test!(lifecycle::killing_the_only_trial_cancels_the_experiment);
 harness::api_test!(lifecycle::pause_and_activate_in_a_tight_loop);
+harness::api_test!(lifecycle::a_pause_and_activate_the_loop_never_saw_still_show_queued);
 harness::api_test!(lifecycle::an_errored_search_is_not_done);
 harness::api_test!(lifecycle::a_killed_experiment_keeps_its_progress);
 

@@ -39,6 +39,14 @@ fn experiment_state_of(trial: TrialState) -> ExperimentState {
     }
 }
 
+impl DisplayStates {
+    /// The store's state of `experiment_id` may have been written by someone else since the loop
+    /// last wrote it: write it again at the next sync.
+    pub(in crate::cluster) fn forget_experiment(&mut self, experiment_id: i32) {
+        self.experiments.remove(&experiment_id);
+    }
+}
+
 impl Orchestrator {
     /// A trial's substate from its allocation: `None` without one (paused, between runs).
     fn trial_substate(&self, trial_id: i32) -> Option<TrialState> {

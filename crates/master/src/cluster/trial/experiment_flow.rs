@@ -78,6 +78,10 @@ impl Orchestrator {
         // QUEUED/RUNNING are the loop's own bookkeeping of an active experiment.
         let state = state.intent();
         exp.state = state;
+        // The API wrote the state this event is about, over whatever substate the loop last wrote
+        // (a pause then an activate may both land before this read, so the loop never sees the
+        // pause): the next sync writes the substate again rather than trusting its cache.
+        self.display.forget_experiment(id);
         // The search starts at once, as upstream: a paused experiment (`--paused`) gets its first
         // trials too, paused, and they queue when it is activated.
         if matches!(state, ExperimentState::Active | ExperimentState::Paused) && !exp.search_started {
