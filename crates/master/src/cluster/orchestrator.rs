@@ -74,6 +74,10 @@ impl Default for Timing {
     }
 }
 
+/// The most events handled before the loop schedules and publishes: enough to take a burst of
+/// reports in one pass, few enough that a long queue still sees its view refreshed.
+const MAX_BATCH: usize = 256;
+
 /// `agent_reconnect_wait` when master.yaml sets none (upstream's 25 s).
 pub const DEFAULT_AGENT_RECONNECT_WAIT_S: u64 = 25;
 /// `agent_reattach_wait` when master.yaml sets none.
@@ -98,11 +102,18 @@ impl Orchestrator {
         }
     }
 
-    /// Handles events until the channel closes (after `recover`).
+    /// Handles events until the channel closes (after `recover`). Events that are already waiting
+    /// are handled as one batch (up to [`MAX_BATCH`]), and the batch is scheduled, stored and
+    /// published once: when 64 trials report and exit at the same moment, the scheduling pass, the
+    /// searchers' snapshots and the view are paid once for all of them, not once per event.
     pub async fn run(mut self, mut events: mpsc::UnboundedReceiver<ClusterEvent>) {
         self.after_event().await;
         while let Some(event) = events.recv().await {
             self.handle_event(event).await;
+            for _ in 1..MAX_BATCH {
+                let Ok(event) = events.try_recv() else { break };
+                self.handle_event(event).await;
+            }
             self.after_event().await;
         }
     }
@@ -172,8 +183,9 @@ impl Orchestrator {
         }
     }
 
-    /// Schedules what can run and republishes the view.
+    /// Stores the searchers that moved, schedules what can run and republishes the view.
     pub(super) async fn after_event(&mut self) {
+        self.flush_searchers().await;
         let decisions = self.rm.schedule();
         for allocation_id in decisions.preemptions {
             self.preempt_allocation(&allocation_id);

@@ -45,6 +45,11 @@ impl DisplayStates {
     pub(in crate::cluster) fn forget_experiment(&mut self, experiment_id: i32) {
         self.experiments.remove(&experiment_id);
     }
+
+    /// The loop wrote `trial_id`'s state itself: write its substate again at the next sync.
+    pub(in crate::cluster) fn forget_trial(&mut self, trial_id: i32) {
+        self.trials.remove(&trial_id);
+    }
 }
 
 impl Orchestrator {

@@ -35,6 +35,9 @@ pub(in crate::cluster) struct ExperimentRun {
     pub model_definition_b64: Option<Arc<String>>,
     /// The search progress last written to the store.
     pub stored_progress: Option<f64>,
+    /// The searcher moved since its snapshot was last stored; the loop stores it once per batch
+    /// of events (`flush_searchers`), before it launches anything the searcher created.
+    pub snapshot_dirty: bool,
 }
 
 impl ExperimentRun {

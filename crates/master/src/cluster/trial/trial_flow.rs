@@ -192,7 +192,10 @@ impl Orchestrator {
     }
 
     /// Moves a trial to `to` in the store, if it is still in one of the states named `from`.
-    pub(in crate::cluster) async fn set_trial_state_if(&self, trial_id: i32, from: &[&str], to: TrialState) -> LoopResult<bool> {
+    pub(in crate::cluster) async fn set_trial_state_if(&mut self, trial_id: i32, from: &[&str], to: TrialState) -> LoopResult<bool> {
+        // Over the substate the loop last wrote: the next sync writes it again (a pause and an
+        // activate in one batch of events leave a new allocation in the same substate).
+        self.display.forget_trial(trial_id);
         Ok(self.store.update_trial_state_if(trial_id, from, to.as_str(), None).await?)
     }
 
