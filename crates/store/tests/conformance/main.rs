@@ -22,6 +22,7 @@ mod metrics;
 mod metrics_current;
 mod models;
 mod odd_input;
+mod pool_lifetime;
 #[path = "../support/pg_databases.rs"]
 mod pg_databases;
 mod runs;
