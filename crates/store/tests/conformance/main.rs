@@ -22,9 +22,9 @@ mod metrics;
 mod metrics_current;
 mod models;
 mod odd_input;
-mod pool_lifetime;
 #[path = "../support/pg_databases.rs"]
 mod pg_databases;
+mod pool_lifetime;
 mod runs;
 mod sessions;
 mod tasks;
