@@ -7,7 +7,10 @@ Every `--every` seconds one line: seconds since the start, VmRSS, RssAnon, AnonH
 SQLite's bytes in use and its high water (`sqlite3Stat`, SQLite's own counters: page caches,
 prepared statements, sorters, everything SQLite allocates), mimalloc's committed memory
 (`subproc_main.stats.committed.current`: what the allocator holds from the OS, whoever uses it),
-the thread count, and the size of the database's WAL. Reads `/proc/PID/mem` at the static
+the thread count, and the size of the database's WAL. SQLite keeps those counters only when
+its build has memory statistics on (`sqlite3Config.bMemstat`, the struct's first field); main's
+bundled SQLite is built with `-DSQLITE_DEFAULT_MEMSTATUS=0` (`.cargo/config.toml`), so its two
+columns read `off` there rather than a misleading 0. Reads `/proc/PID/mem` at the static
 symbols' addresses (`nm` of the binary plus its load base from `/proc/PID/maps`). The offsets
 into mimalloc's structures are those of the vendored mimalloc v3.3.2 (libmimalloc-sys 0.1.49);
 they were printed by a C program compiled against its headers (`offsetof`).
@@ -21,7 +24,7 @@ MI_RESERVED = 40
 
 def symbols(binary):
     out = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
-    want = {"sqlite3Stat", "subproc_main"}
+    want = {"sqlite3Stat", "sqlite3Config", "subproc_main"}
     found = {}
     for line in out.splitlines():
         parts = line.split()
@@ -85,6 +88,7 @@ def main():
     base = load_base(a.pid, binary)
     # A position-independent binary's symbols are offsets from its first mapping.
     stat_addr = syms.get("sqlite3Stat")
+    config_addr = syms.get("sqlite3Config")
     mi_addr = syms.get("subproc_main")
     mib = 1024 * 1024
     print("t_s rss_mib anon_mib anonhuge_mib sqlite_used_mib sqlite_hiwater_mib mi_committed_mib mi_reserved_mib threads wal_mib", flush=True)
@@ -95,7 +99,11 @@ def main():
             ru = rollup(a.pid)
             with open(f"/proc/{a.pid}/mem", "rb") as mem:
                 sq_used = sq_hi = mi_comm = mi_res = float("nan")
-                if stat_addr is not None:
+                memstat = True
+                if config_addr is not None:
+                    mem.seek(base + config_addr)
+                    memstat = struct.unpack("<i", mem.read(4))[0] != 0
+                if stat_addr is not None and memstat:
                     mem.seek(base + stat_addr)
                     raw = mem.read(160)
                     now = struct.unpack("<10q", raw[:80])
@@ -106,8 +114,9 @@ def main():
                     mi_comm = struct.unpack("<3q", mem.read(24))[2] / mib
                     mem.seek(base + mi_addr + MI_STATS_OFFSET + MI_RESERVED)
                     mi_res = struct.unpack("<3q", mem.read(24))[2] / mib
+            sqlite = f"{sq_used:.2f} {sq_hi:.2f}" if memstat else "off off"
             print(f"{time.time() - start:.0f} {kib(st['VmRSS']) / 1024:.1f} {kib(st['RssAnon']) / 1024:.1f} "
-                  f"{ru.get('AnonHugePages', 0) / 1024:.1f} {sq_used:.2f} {sq_hi:.2f} {mi_comm:.1f} {mi_res:.1f} "
+                  f"{ru.get('AnonHugePages', 0) / 1024:.1f} {sqlite} {mi_comm:.1f} {mi_res:.1f} "
                   f"{st['Threads']} {wal_size(a.pid) / mib:.1f}", flush=True)
         except (FileNotFoundError, ProcessLookupError):
             return

@@ -229,6 +229,7 @@ async fn open_store(config: &MasterConfig) -> Result<SqlStore, MasterError> {
             database: config.db.name.clone(),
             ssl_mode: config.db.ssl_mode.clone(),
             max_connections: 16,
+            ..Default::default()
         };
         SqlStore::open_postgres(&opts).await.map_err(|source| MasterError::Store { backend: "postgres", source })
     } else {

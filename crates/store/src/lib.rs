@@ -80,7 +80,7 @@ pub use model_workspaces::{
 };
 pub use sql::BestTrialValue;
 pub use sql::UnmanagedStart;
-pub use sql::{PostgresOptions, SqlStore};
+pub use sql::{PoolLifetime, PostgresOptions, SqlStore};
 pub use stored_json::StoredJson;
 pub use webhook_store::WebhookStore;
 

@@ -26,6 +26,8 @@ mod metric_series;
 mod metrics;
 mod model_versions;
 mod models;
+mod pool_lifetime;
+pub use pool_lifetime::PoolLifetime;
 mod project_notes;
 mod projects;
 mod run_filter;
@@ -71,9 +73,6 @@ const STATEMENT_CACHE: usize = 400;
 
 /// SQLite's page cache per pooled connection (`PRAGMA cache_size`, negative: KiB).
 const SQLITE_CACHE_KIB: &str = "-2048";
-
-/// How long a pooled SQLite connection beyond the first may sit idle before it is closed.
-const SQLITE_IDLE_CONNECTION: Duration = Duration::from_secs(30);
 
 /// Parses a JSON column; a document that does not parse is a backend fault.
 pub(crate) fn parse_json(column: &'static str, text: &str) -> StoreResult<serde_json::Value> {
@@ -145,11 +144,18 @@ pub struct PostgresOptions {
     /// `disable`, `allow`, `prefer`, `require`, `verify-ca` or `verify-full`.
     pub ssl_mode: String,
     pub max_connections: u32,
+    /// How long a pooled connection lives (see [`PoolLifetime`]).
+    pub lifetime: PoolLifetime,
 }
 
 impl SqlStore {
     /// Opens (creating if needed) the SQLite database at `path` and applies pending migrations.
     pub async fn open_sqlite(path: &Path) -> StoreResult<SqlStore> {
+        Self::open_sqlite_with(path, PoolLifetime::default()).await
+    }
+
+    /// [`SqlStore::open_sqlite`] with pooled connections that live `lifetime`.
+    pub async fn open_sqlite_with(path: &Path, lifetime: PoolLifetime) -> StoreResult<SqlStore> {
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -167,11 +173,13 @@ impl SqlStore {
             .pragma("cache_size", SQLITE_CACHE_KIB);
         // No ping before handing out a connection: a local file does not drop connections, and the
         // ping is a round trip to the connection's thread on every query.
-        // Connections opened for a burst are closed once idle, with their caches.
+        // Connections opened for a burst are closed once idle or past their lifetime, with their
+        // caches and threads (`pool_lifetime`).
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .min_connections(1)
-            .idle_timeout(SQLITE_IDLE_CONNECTION)
+            .idle_timeout(lifetime.idle)
+            .max_lifetime(lifetime.connection)
             .test_before_acquire(false)
             // sqlx's connection threads run the store's thread hook too (`sqlite_worker_hook`).
             .after_connect(|conn, _| Box::pin(sqlite_worker_hook::install(conn)))
@@ -221,6 +229,8 @@ impl SqlStore {
         }
         let pool = PgPoolOptions::new()
             .max_connections(opts.max_connections.max(1))
+            .idle_timeout(opts.lifetime.idle)
+            .max_lifetime(opts.lifetime.connection)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(connect)
             .await?;

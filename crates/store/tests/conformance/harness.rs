@@ -66,6 +66,7 @@ impl Reopenable {
             database,
             ssl_mode: "disable".to_owned(),
             max_connections: 4,
+            ..Default::default()
         }))
     }
 

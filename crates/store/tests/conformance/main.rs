@@ -24,6 +24,7 @@ mod models;
 mod odd_input;
 #[path = "../support/pg_databases.rs"]
 mod pg_databases;
+mod pool_lifetime;
 mod runs;
 mod sessions;
 mod tasks;
