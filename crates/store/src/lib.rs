@@ -11,6 +11,7 @@
 //! without showing details to clients.
 
 mod agent_control_store;
+mod job_queue_store;
 mod cluster_store;
 mod error;
 mod idle_hook;
@@ -35,6 +36,7 @@ mod summary;
 mod webhook_store;
 
 pub use agent_control_store::{AgentControlRecord, AgentControlStore};
+pub use job_queue_store::{JobQueuePositionRecord, JobQueueStore};
 pub use cluster_store::{
     ALLOCATION_USAGE_LIMIT, AllocationUsageRecord, ClusterMessageRecord, ClusterStore, NewClusterMessage, StateCount, StateCounts,
 };
@@ -92,7 +94,7 @@ use serde_json::Value;
 
 /// Everything the master persists. Implementations must be safe to share across tasks.
 #[async_trait]
-pub trait Store: WebhookStore + ClusterStore + AgentControlStore + Send + Sync + 'static {
+pub trait Store: WebhookStore + ClusterStore + AgentControlStore + JobQueueStore + Send + Sync + 'static {
     /// Which backend this is, for logs ("sqlite" or "postgres").
     fn backend(&self) -> &'static str;
 

@@ -4,6 +4,7 @@
 //! `RESOLUTE_REQUIRE_POSTGRES=1`, which CI sets so a missing server fails loudly.
 
 mod agent_controls;
+mod job_queue_positions;
 mod bench;
 mod best_validations;
 mod checkpoint_edits;
@@ -42,6 +43,7 @@ mod workspaces;
 use resolute_store::Store;
 
 harness::conformance!(agent_controls::agent_controls_are_replaced_per_agent_and_read_back);
+harness::conformance!(job_queue_positions::job_queue_positions_are_replaced_removed_and_read_in_queue_order);
 harness::conformance!(cluster::cluster_message_is_replaced_shown_in_its_window_and_cleared);
 harness::conformance!(cluster::allocation_usage_lists_overlapping_allocations_with_their_owner);
 harness::conformance!(cluster::state_counts_group_experiments_trials_and_open_tasks);
