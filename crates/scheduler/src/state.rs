@@ -27,7 +27,12 @@ pub(crate) struct PoolState {
 
 impl PoolState {
     pub fn new(name: String, config: SchedulerConfig) -> Self {
-        PoolState { name, config, agents: Agents::new(), entries: BTreeMap::new(), jobs: BTreeMap::new(),
+        PoolState {
+            name,
+            config,
+            agents: Agents::new(),
+            entries: BTreeMap::new(),
+            jobs: BTreeMap::new(),
             next_seq: 0,
             restored: BTreeMap::new(),
             position_changes: Vec::new(),

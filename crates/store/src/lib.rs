@@ -11,10 +11,10 @@
 //! without showing details to clients.
 
 mod agent_control_store;
-mod job_queue_store;
 mod cluster_store;
 mod error;
 mod idle_hook;
+mod job_queue_store;
 mod log_chunk;
 mod model;
 mod model_checkpoints;
@@ -36,12 +36,12 @@ mod summary;
 mod webhook_store;
 
 pub use agent_control_store::{AgentControlRecord, AgentControlStore};
-pub use job_queue_store::{JobQueuePositionRecord, JobQueueStore};
 pub use cluster_store::{
     ALLOCATION_USAGE_LIMIT, AllocationUsageRecord, ClusterMessageRecord, ClusterStore, NewClusterMessage, StateCount, StateCounts,
 };
 pub use error::{StoreError, StoreResult};
 pub use idle_hook::set_thread_idle_hook;
+pub use job_queue_store::{JobQueuePositionRecord, JobQueueStore};
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};
 pub use model::{
     AgentUserGroup, AuthenticatedSession, NewSession, NewUser, OrderDirection, RevokeSessions, SessionRecord, UserFilter, UserPage,

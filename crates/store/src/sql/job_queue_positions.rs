@@ -48,7 +48,12 @@ impl JobQueueStore for SqlStore {
         let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(ALL).fetch_all(pool).await?);
         Ok(rows
             .into_iter()
-            .map(|r| JobQueuePositionRecord { resource_pool: r.resource_pool, job_id: r.job_id, registered_at: r.registered_at, seq: r.seq })
+            .map(|r| JobQueuePositionRecord {
+                resource_pool: r.resource_pool,
+                job_id: r.job_id,
+                registered_at: r.registered_at,
+                seq: r.seq,
+            })
             .collect())
     }
 }

@@ -9,7 +9,10 @@ fn place(pool: &str, job: &str, registered_at: i64, seq: i64) -> JobQueuePositio
 
 pub async fn job_queue_positions_are_replaced_removed_and_read_in_queue_order(store: &dyn Store) {
     assert_eq!(store.job_queue_positions().await.unwrap(), vec![]);
-    store.save_job_queue_positions(&[place("default", "a", 1, 0), place("default", "b", 2, 1), place("gpu", "a", 3, 0)], &[]).await.unwrap();
+    store
+        .save_job_queue_positions(&[place("default", "a", 1, 0), place("default", "b", 2, 1), place("gpu", "a", 3, 0)], &[])
+        .await
+        .unwrap();
     // `b` moved ahead of `a`: both change in one save; `gpu`'s `a` is forgotten.
     store
         .save_job_queue_positions(&[place("default", "b", 1, 0), place("default", "a", 2, 1)], &[("gpu".to_owned(), "a".to_owned())])

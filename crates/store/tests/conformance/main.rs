@@ -4,7 +4,6 @@
 //! `RESOLUTE_REQUIRE_POSTGRES=1`, which CI sets so a missing server fails loudly.
 
 mod agent_controls;
-mod job_queue_positions;
 mod bench;
 mod best_validations;
 mod checkpoint_edits;
@@ -15,6 +14,7 @@ mod experiment_continue;
 mod experiments;
 mod fixtures;
 mod harness;
+mod job_queue_positions;
 mod logs;
 mod metric_repeats;
 mod metric_series;

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use resolute_api::agent_protocol::{StartTask, TaskExitInfo};
 
 pub use agents::{AgentInput, AgentResourceManager};
-pub use job_queue::{JobQueueView, JobUpdate};
+pub use job_queue::{JobQueueView, JobUpdate, QueueOrderChanges};
 pub use node_control::{ControlError, NodeAction, NodeCommand, NodeControlled};
 
 use super::view::ClusterView;
@@ -137,4 +137,9 @@ pub trait ResourceManager: Send + Sync {
     /// The job has finished (its experiment or task ended): forget its place in the queue,
     /// which it keeps between allocations until then.
     fn forget_job(&mut self, job_id: &str);
+    /// After a master restart, before anything is queued: the queues' order an earlier master
+    /// stored, so every job takes its old place and new ones queue behind.
+    fn restore_queue_order(&mut self, positions: Vec<resolute_store::JobQueuePositionRecord>);
+    /// The queues' order changes since the last call, for the loop to store.
+    fn take_queue_order_changes(&mut self) -> QueueOrderChanges;
 }
