@@ -140,6 +140,7 @@ harness::api_test!(cluster_loop::pause_and_activate_resume_the_trial);
 harness::api_test!(cluster_loop::kill_stops_the_process);
 harness::api_test!(gang::a_trial_larger_than_any_agent_runs_as_one_gang);
 harness::api_test!(gang::the_rendezvous_waits_until_every_rank_has_started);
+harness::api_test!(owned gang::a_gang_that_reattaches_in_part_after_a_master_restart_ends_whole);
 harness::api_test!(warm_starts::trials_start_from_the_source_checkpoint);
 harness::api_test!(experiment_bulk::bulk_actions_by_ids_and_by_filter);
 harness::api_test!(experiment_bulk::continue_refuses_what_it_cannot_continue);

@@ -83,8 +83,9 @@ pub enum RmEvent {
     /// The process said it is ready (its readiness pattern appeared in its output).
     Ready { allocation_id: String, container_id: String },
     /// A process that outlived a master restart was adopted again (`reattach.rs`): it runs, its
-    /// ports are where they were, and `ready` says whether its readiness line was already seen.
-    Reattached { allocation_id: String, container_id: String, ports: BTreeMap<String, String>, ready: bool },
+    /// ports are where they were, `ready` says whether its readiness line was already seen, and
+    /// `slots` is how many slots this process holds (a gang's processes come back one by one).
+    Reattached { allocation_id: String, container_id: String, ports: BTreeMap<String, String>, ready: bool, slots: u32 },
     /// The process ended, or was lost (`exit.failure` says why).
     Exited { allocation_id: String, container_id: String, exit: TaskExitInfo },
 }
