@@ -38,9 +38,11 @@ impl Scheduler {
         };
         ids.insert(index, job.clone());
         for (id, (registered_at, seq)) in ids.iter().zip(positions) {
-            if let Some(group) = self.state.jobs.get_mut(id) {
+            let Some(group) = self.state.jobs.get_mut(id) else { continue };
+            if group.position() != (registered_at, seq) {
                 group.registered_at = registered_at;
                 group.seq = seq;
+                self.record_position(id, (registered_at, seq));
             }
         }
         Ok(())

@@ -102,14 +102,19 @@ impl Scheduler {
         let weight = validate_weight(request.weight)?;
         let seq = self.state.next_seq;
         self.state.next_seq += 1;
-        let job = self.state.jobs.entry(request.job_id.clone()).or_insert(JobGroup {
-            priority,
-            weight,
-            registered_at: request.submitted_at,
-            seq,
-            max_slots: request.max_slots,
-            members: 0,
-        });
+        if !self.state.jobs.contains_key(&request.job_id) {
+            // A job's first request gives it its place, unless a restarted master restored one.
+            let (registered_at, job_seq) = match self.state.restored.remove(&request.job_id) {
+                Some(place) => place,
+                None => {
+                    self.record_position(&request.job_id, (request.submitted_at, seq));
+                    (request.submitted_at, seq)
+                }
+            };
+            let group = JobGroup { priority, weight, registered_at, seq: job_seq, max_slots: request.max_slots, members: 0 };
+            self.state.jobs.insert(request.job_id.clone(), group);
+        }
+        let job = self.state.jobs.get_mut(&request.job_id).expect("inserted above");
         job.members += 1;
         let entry = Entry { request, seq, state: AllocationState::Queued { reason: None } };
         self.state.entries.insert(entry.id().clone(), entry);
@@ -133,11 +138,16 @@ impl Scheduler {
     /// Forgets a job that has finished: its next request, if any ever comes, queues as a new
     /// job. A job that still has requests is kept. True if it was forgotten.
     pub fn forget_job(&mut self, job_id: &JobId) -> bool {
-        if self.state.jobs.get(job_id).is_some_and(|job| job.members == 0) {
+        let finished = self.state.jobs.get(job_id).is_some_and(|job| job.members == 0);
+        if finished {
             self.state.jobs.remove(job_id);
-            return true;
         }
-        false
+        // A restored job that never queued again (paused when the master restarted) ends too.
+        let restored = self.state.restored.remove(job_id).is_some();
+        if finished || restored {
+            self.state.position_changes.push(crate::job_order::PositionChange::Forgotten(job_id.clone()));
+        }
+        finished || restored
     }
 
     /// Sets a job's priority (1 highest, 99 lowest); takes effect at the next pass.

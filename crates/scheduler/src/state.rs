@@ -19,11 +19,24 @@ pub(crate) struct PoolState {
     pub entries: BTreeMap<AllocationId, Entry>,
     pub jobs: BTreeMap<JobId, JobGroup>,
     pub next_seq: u64,
+    /// Stored places of jobs a restarted master has not queued again yet (`job_order.rs`).
+    pub restored: BTreeMap<JobId, (LogicalTime, u64)>,
+    /// Places assigned or dropped since the master last took them (`job_order.rs`).
+    pub position_changes: Vec<crate::job_order::PositionChange>,
 }
 
 impl PoolState {
     pub fn new(name: String, config: SchedulerConfig) -> Self {
-        PoolState { name, config, agents: Agents::new(), entries: BTreeMap::new(), jobs: BTreeMap::new(), next_seq: 0 }
+        PoolState {
+            name,
+            config,
+            agents: Agents::new(),
+            entries: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            next_seq: 0,
+            restored: BTreeMap::new(),
+            position_changes: Vec::new(),
+        }
     }
 
     pub fn fitter(&self) -> Fitter {

@@ -14,6 +14,7 @@ mod agent_control_store;
 mod cluster_store;
 mod error;
 mod idle_hook;
+mod job_queue_store;
 mod log_chunk;
 mod model;
 mod model_checkpoints;
@@ -40,6 +41,7 @@ pub use cluster_store::{
 };
 pub use error::{StoreError, StoreResult};
 pub use idle_hook::set_thread_idle_hook;
+pub use job_queue_store::{JobQueuePositionRecord, JobQueueStore};
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};
 pub use model::{
     AgentUserGroup, AuthenticatedSession, NewSession, NewUser, OrderDirection, RevokeSessions, SessionRecord, UserFilter, UserPage,
@@ -92,7 +94,7 @@ use serde_json::Value;
 
 /// Everything the master persists. Implementations must be safe to share across tasks.
 #[async_trait]
-pub trait Store: WebhookStore + ClusterStore + AgentControlStore + Send + Sync + 'static {
+pub trait Store: WebhookStore + ClusterStore + AgentControlStore + JobQueueStore + Send + Sync + 'static {
     /// Which backend this is, for logs ("sqlite" or "postgres").
     fn backend(&self) -> &'static str;
 

@@ -32,6 +32,10 @@ pub(super) struct AllocationRun {
     pub exits: Vec<(String, Option<i32>, Option<String>)>,
     /// A previous master placed it; its processes have yet to reattach (`reattach.rs`).
     pub reattaching: bool,
+    /// While reattaching: the slots it was placed with, and those each re-adopted process holds;
+    /// it goes on only once they add up (`rm::gang::reattached_in_full`).
+    pub reattach_slots: u32,
+    pub reattached_slots: Vec<u32>,
     /// Its `preemption_timeout` deadline is armed (`preemption_timeout.rs`).
     pub preemption_deadline_armed: bool,
     /// The master killed it at that deadline: its end is a preemption, not a failure.
@@ -48,6 +52,8 @@ impl AllocationRun {
             acknowledged: false,
             exits: Vec::new(),
             reattaching: false,
+            reattach_slots: 0,
+            reattached_slots: Vec::new(),
             preemption_deadline_armed: false,
             preemption_timed_out: false,
         }
@@ -200,7 +206,7 @@ impl Orchestrator {
                 self.store.update_allocation(&allocation_id, &patch).await?;
                 Ok(())
             }
-            RmEvent::Reattached { allocation_id, ports, ready, .. } => self.reattached(&allocation_id, &ports, ready).await,
+            RmEvent::Reattached { allocation_id, ports, ready, slots, .. } => self.reattached(&allocation_id, &ports, ready, slots).await,
             RmEvent::Exited { allocation_id, container_id, exit } => self.container_exited(&allocation_id, &container_id, exit).await,
         }
     }

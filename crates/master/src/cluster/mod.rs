@@ -18,6 +18,7 @@ mod job_queue;
 mod node_controls;
 mod orchestrator;
 mod preemption_timeout;
+mod queue_order;
 mod reattach;
 pub mod rm;
 mod signals;

@@ -49,6 +49,8 @@ pub struct Orchestrator {
     pub(super) timing: Timing,
     /// Queued trial allocations whose wait reason is already in the trial's logs (`job_queue.rs`).
     pub(super) waits_logged: std::collections::HashSet<String>,
+    /// Queue order changes not stored yet (`queue_order.rs`).
+    pub(super) unsaved_queue_order: super::rm::QueueOrderChanges,
 }
 
 /// Durations the loop waits for; tests shorten them.
@@ -99,6 +101,7 @@ impl Orchestrator {
             commands: HashMap::new(),
             timing,
             waits_logged: Default::default(),
+            unsaved_queue_order: Default::default(),
         }
     }
 
@@ -198,6 +201,7 @@ impl Orchestrator {
             }
         }
         self.sync_display_states().await;
+        self.store_queue_order().await;
         let jobs = self.queued_jobs();
         self.log_wait_reasons(&jobs).await;
         let mut view = self.rm.view();
@@ -228,12 +232,17 @@ pub async fn start_loop(
     if let Err(e) = orchestrator.restore_node_controls().await {
         tracing::error!(error = %e, "reading the stored agent controls failed; every agent starts enabled");
     }
+    let stored_jobs = orchestrator.restore_queue_order().await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "reading the stored job queue order failed; jobs queue in recovery order");
+        Vec::new()
+    });
     if let Err(e) = orchestrator.recover().await {
         tracing::error!(error = %e, "recovering experiments after start failed");
     }
     if let Err(e) = orchestrator.recover_commands().await {
         tracing::error!(error = %e, "ending the previous master's tasks failed");
     }
+    orchestrator.forget_ended_jobs(&stored_jobs);
     orchestrator.arm_reattach_deadline();
     orchestrator.run(events)
 }

@@ -2,9 +2,11 @@
 //! started keep running on their agents, so recovery keeps each allocation that was placed open,
 //! with the same allocation id, run id and token, "waiting for reattach"; when the agent registers
 //! and lists its running tasks the resource manager adopts them ([`RmEvent::Reattached`]) and the
-//! allocation goes on as if nothing happened. An allocation none of whose processes came back
-//! within `agent_reattach_wait` falls back to the old behaviour: it ends (token revoked), and a
-//! trial resumes from its latest checkpoint in a new run, a command-like task ends.
+//! allocation goes on as if nothing happened. An allocation that did not come back whole within
+//! `agent_reattach_wait` — none of its processes, or only some of a gang spread over several
+//! agents (`rm::gang::reattached_in_full`) — falls back to the old behaviour: the processes that
+//! came back are killed, it ends (token revoked), and a trial resumes from its latest checkpoint in
+//! a new run, a command-like task ends.
 //!
 //! [`RmEvent::Reattached`]: super::rm::RmEvent::Reattached
 
@@ -36,12 +38,13 @@ impl Orchestrator {
 
     /// Keeps an allocation a previous master placed open, waiting for its processes.
     pub(super) fn await_reattach(&mut self, owner: AllocationOwner, request: ResourceRequest) {
-        let id = request.allocation_id.clone();
+        let (id, slots) = (request.allocation_id.clone(), request.slots);
         tracing::info!(allocation = %id, "waiting for the allocation's processes to reattach");
         self.rm.await_reattach(request);
         self.handle.signals().register(&id);
         let mut run = AllocationRun::new(owner);
         run.reattaching = true;
+        run.reattach_slots = slots;
         self.allocations.insert(id, run);
     }
 
@@ -54,12 +57,23 @@ impl Orchestrator {
         }
     }
 
-    /// A process of an allocation the previous master placed runs on: the allocation goes on.
-    pub(super) async fn reattached(&mut self, allocation_id: &str, ports: &BTreeMap<String, String>, ready: bool) -> LoopResult<()> {
+    /// A process of an allocation the previous master placed runs on: once all of them do, the
+    /// allocation goes on; until then it still waits (a gang never goes on in part).
+    pub(super) async fn reattached(
+        &mut self,
+        allocation_id: &str,
+        ports: &BTreeMap<String, String>,
+        ready: bool,
+        slots: u32,
+    ) -> LoopResult<()> {
         let Some(a) = self.allocations.get_mut(allocation_id) else { return Ok(()) };
         a.containers += 1;
         a.running = true;
-        a.reattaching = false;
+        a.reattached_slots.push(slots);
+        a.reattaching = !super::rm::gang::reattached_in_full(a.reattach_slots, &a.reattached_slots);
+        if a.reattaching {
+            tracing::info!(allocation = %allocation_id, "part of the allocation reattached; waiting for the rest of its processes");
+        }
         let owner = a.owner.clone();
         let patch = AllocationPatch { state: Some(AllocationState::Running.as_str().into()), ..Default::default() };
         self.store.update_allocation(allocation_id, &patch).await?;
@@ -91,15 +105,28 @@ impl Orchestrator {
         let lost: Vec<(String, AllocationOwner)> =
             self.allocations.iter().filter(|(_, a)| a.reattaching).map(|(id, a)| (id.clone(), a.owner.clone())).collect();
         for (allocation_id, owner) in lost {
-            tracing::warn!(allocation = %allocation_id, "no process of the allocation reattached in time; it ends");
-            self.allocations.remove(&allocation_id);
+            let partial = self.allocations.remove(&allocation_id).is_some_and(|a| a.containers > 0);
+            if partial {
+                // Its peers are gone: the processes that came back cannot go on alone.
+                tracing::warn!(allocation = %allocation_id, "only part of the allocation reattached in time; it ends whole");
+                self.rm.kill(&allocation_id);
+            } else {
+                tracing::warn!(allocation = %allocation_id, "no process of the allocation reattached in time; it ends");
+            }
             self.rm.give_up_reattach(&allocation_id);
             self.rm.release(&allocation_id);
             self.handle.signals().remove(&allocation_id);
             let patch = AllocationPatch {
                 state: Some(AllocationState::Terminated.as_str().into()),
                 end_time: Some(db_now()),
-                exit_reason: Some("the master restarted and the allocation's agent did not come back in time".into()),
+                exit_reason: Some(
+                    if partial {
+                        "the master restarted and only some of the allocation's agents came back in time"
+                    } else {
+                        "the master restarted and the allocation's agent did not come back in time"
+                    }
+                    .into(),
+                ),
                 ..Default::default()
             };
             self.store.update_allocation(&allocation_id, &patch).await?;

@@ -133,3 +133,53 @@ pub async fn the_rendezvous_waits_until_every_rank_has_started(m: &TestMaster) {
     let rank = start_a.rendezvous.as_ref().unwrap().container_rank;
     assert_eq!(info["rank"], rank);
 }
+
+/// After a master restart, a gang whose processes come back from only one of its two agents is
+/// not continued in part: at the end of `agent_reattach_wait` the process that came back is
+/// killed and the trial starts again whole, in a new run, without counting a restart.
+pub async fn a_gang_that_reattaches_in_part_after_a_master_restart_ends_whole(m: TestMaster) {
+    let token = m.login("determined", "").await;
+    let mut a = FakeAgent::connect_at(&m, "agent-a", 2, vec!["10.1.0.1".into()]).await;
+    let mut b = FakeAgent::connect_at(&m, "agent-b", 2, vec!["10.1.0.2".into()]).await;
+    wait_agents(&m, &token, 2).await;
+    let r = m.post("/api/v1/experiments", Some(&token), json!({"config": GANG, "modelDefinition": [], "activate": true})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let (start_a, start_b) = (a.next_start().await, b.next_start().await);
+    assert_eq!(start_a.allocation_id, start_b.allocation_id);
+    let trial = start_a.env["DET_TRIAL_ID"].clone();
+
+    let m = m.restart_with(|c| c.agent_reattach_wait = 2).await;
+    let token = m.login("determined", "").await;
+    // Only agent-a comes back, still running its half of the gang.
+    let mut a = FakeAgent::connect_running(&m, "agent-a", 2, vec![crate::master_reattach::still_running(&start_a)]).await;
+    loop {
+        match a.recv().await {
+            MasterToAgent::KillTask { container_id } => {
+                assert_eq!(container_id, start_a.container_id, "the half that came back is killed");
+                break;
+            }
+            MasterToAgent::StartTask(start) => panic!("a start before the partial gang ended: {start:?}"),
+            _ => {}
+        }
+    }
+    a.exit(&start_a, 137).await;
+    // The kill goes out before the loop stores the end: poll for it.
+    let mut stored = m.store.allocation_by_id(&start_a.allocation_id).await.unwrap();
+    for _ in 0..400 {
+        if stored.end_time.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        stored = m.store.allocation_by_id(&start_a.allocation_id).await.unwrap();
+    }
+    assert!(stored.end_time.is_some(), "the partly reattached allocation ended: {stored:?}");
+
+    // agent-b comes back without its process: the trial runs again as one gang, in run 2.
+    let mut b = FakeAgent::connect(&m, "agent-b", 2).await;
+    let (next_a, next_b) = (a.next_start().await, b.next_start().await);
+    assert_eq!(next_a.allocation_id, next_b.allocation_id, "one new allocation over both agents");
+    assert_ne!(next_a.allocation_id, start_a.allocation_id);
+    assert_eq!(next_a.env["DET_TRIAL_RUN_ID"], "2");
+    let r = m.get(&format!("/api/v1/trials/{trial}"), Some(&token)).await;
+    assert_eq!(r.body["trial"]["restarts"], 0, "nothing failed: {}", r.text);
+}

@@ -13,20 +13,20 @@ use crate::harness::{Reply, TestMaster};
 const ONE_SLOT: &str = "entrypoint: python3 train.py\nsearcher: {name: single, metric: loss, max_length: {batches: 10}}\n\
                         hyperparameters: {lr: 0.1}\n";
 
-async fn create(m: &TestMaster, token: &str, name: &str, extra: &str) -> i64 {
+pub(crate) async fn create(m: &TestMaster, token: &str, name: &str, extra: &str) -> i64 {
     let config = format!("name: {name}\n{ONE_SLOT}{extra}");
     let r = m.post("/api/v1/experiments", Some(token), json!({"config": config, "modelDefinition": [], "activate": true})).await;
     assert_eq!(r.status, 200, "{}", r.text);
     r.body["experiment"]["id"].as_i64().unwrap()
 }
 
-async fn job_id(m: &TestMaster, token: &str, experiment: i64) -> String {
+pub(crate) async fn job_id(m: &TestMaster, token: &str, experiment: i64) -> String {
     let r = m.get(&format!("/api/v1/experiments/{experiment}"), Some(token)).await;
     m.store.experiment_by_id(i32::try_from(experiment).unwrap()).await.map(|e| e.job_id).unwrap_or_else(|_| panic!("{}", r.text))
 }
 
 /// Polls the v2 queue until `done` holds for its jobs (`full` objects), for up to 10 s.
-async fn queue_until(m: &TestMaster, token: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+pub(crate) async fn queue_until(m: &TestMaster, token: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let mut last = Vec::new();
     for _ in 0..400 {
         let r = m.get("/api/v1/job-queues-v2", Some(token)).await;
@@ -46,7 +46,7 @@ fn refused(r: &Reply, status: u16, what: &str) {
     assert!(r.body["error"]["error"].as_str().is_some_and(|m| m.contains(what)), "the error should name {what:?}: {}", r.text);
 }
 
-fn names(jobs: &[Value]) -> Vec<String> {
+pub(crate) fn names(jobs: &[Value]) -> Vec<String> {
     jobs.iter().map(|j| j["name"].as_str().unwrap_or_default().to_owned()).collect()
 }
 

@@ -10,7 +10,7 @@ use crate::harness::TestMaster;
 use crate::master_restart::{asha_with_the_first_trial_promoted, searcher_trial};
 use crate::runtime_support::{metrics_body, report_validation, task_post};
 
-fn still_running(start: &StartTask) -> RunningTask {
+pub(crate) fn still_running(start: &StartTask) -> RunningTask {
     RunningTask {
         container_id: start.container_id.clone(),
         allocation_id: start.allocation_id.clone(),

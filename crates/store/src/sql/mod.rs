@@ -18,6 +18,7 @@ mod commands;
 mod experiment_continue;
 mod experiment_list_plans;
 mod experiments;
+mod job_queue_positions;
 mod lifecycle;
 mod log_group_commit;
 mod metric_batch;

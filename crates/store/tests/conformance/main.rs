@@ -14,6 +14,7 @@ mod experiment_continue;
 mod experiments;
 mod fixtures;
 mod harness;
+mod job_queue_positions;
 mod logs;
 mod metric_repeats;
 mod metric_series;
@@ -43,6 +44,7 @@ mod workspaces;
 use resolute_store::Store;
 
 harness::conformance!(agent_controls::agent_controls_are_replaced_per_agent_and_read_back);
+harness::conformance!(job_queue_positions::job_queue_positions_are_replaced_removed_and_read_in_queue_order);
 harness::conformance!(cluster::cluster_message_is_replaced_shown_in_its_window_and_cleared);
 harness::conformance!(cluster::allocation_usage_lists_overlapping_allocations_with_their_owner);
 harness::conformance!(cluster::state_counts_group_experiments_trials_and_open_tasks);

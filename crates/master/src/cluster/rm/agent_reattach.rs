@@ -65,6 +65,7 @@ impl AgentResourceManager {
                 container_id: task.container_id.clone(),
                 ports,
                 ready: task.ready,
+                slots: u32::try_from(task.slot_ids.len()).unwrap_or(u32::MAX),
             });
         }
         events

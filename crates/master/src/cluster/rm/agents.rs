@@ -502,6 +502,18 @@ impl ResourceManager for AgentResourceManager {
         super::job_queue::forget(&mut self.pools, job_id);
     }
 
+    fn restore_queue_order(&mut self, positions: Vec<resolute_store::JobQueuePositionRecord>) {
+        for (pool, restored) in super::job_queue::restored_orders(positions) {
+            // The clock goes on above every stored place, so later jobs queue behind them.
+            self.tick = self.tick.max(restored.clock_floor.0);
+            self.pool(&pool).restore_positions(restored);
+        }
+    }
+
+    fn take_queue_order_changes(&mut self) -> super::QueueOrderChanges {
+        super::job_queue::take_changes(&mut self.pools)
+    }
+
     fn view(&self) -> ClusterView {
         let pools = self.pools.iter().map(|(name, scheduler)| (name.clone(), scheduler.stats())).collect();
         let mut view = ClusterView { pools, ..ClusterView::default() };

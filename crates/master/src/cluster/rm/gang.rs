@@ -3,8 +3,10 @@
 //!
 //! Pure decisions for the loop and the agent resource manager: the rendezvous each process gets
 //! (every process's host in placement order, rank 0 the chief, so every rank dials the chief's
-//! real address), and when the death of one process ends the others (upstream: one container of
-//! a multi-container allocation exiting non-zero kills the rest, and the trial restarts).
+//! real address), when the death of one process ends the others (upstream: one container of
+//! a multi-container allocation exiting non-zero kills the rest, and the trial restarts), and
+//! whether the processes a restarted master re-adopted make the whole gang (a part of one never
+//! goes on alone: its peers are gone, so it ends whole and the trial resumes from a checkpoint).
 
 use resolute_api::agent_protocol::{TaskExitInfo, TaskRendezvous};
 
@@ -27,6 +29,15 @@ pub fn rendezvous(placements: &[Placement], hosts: &[String]) -> Vec<TaskRendezv
 /// still run. A process that finished cleanly leaves its peers to finish too.
 pub fn exit_ends_gang(exit: &TaskExitInfo, exited: usize, started: usize) -> bool {
     exited < started && exit.exit_code != Some(0)
+}
+
+/// Whether the processes re-adopted after a master restart (`adopted`: the slots each holds) are
+/// the whole allocation of `requested` slots. A zero-slot (aux) allocation is one process.
+pub fn reattached_in_full(requested: u32, adopted: &[u32]) -> bool {
+    if requested == 0 {
+        return !adopted.is_empty();
+    }
+    adopted.iter().fold(0u32, |sum, slots| sum.saturating_add(*slots)) >= requested
 }
 
 #[cfg(test)]
@@ -59,5 +70,16 @@ mod tests {
         assert!(exit_ends_gang(&lost, 1, 3));
         assert!(!exit_ends_gang(&clean, 1, 2));
         assert!(!exit_ends_gang(&failed, 2, 2), "the last one leaves nobody to stop");
+    }
+
+    #[test]
+    fn a_gang_is_reattached_in_full_only_when_every_slot_came_back() {
+        assert!(reattached_in_full(4, &[2, 2]), "both agents' processes");
+        assert!(!reattached_in_full(4, &[2]), "one agent of two came back");
+        assert!(!reattached_in_full(4, &[]));
+        assert!(reattached_in_full(2, &[2]), "a one-agent allocation with one process");
+        assert!(reattached_in_full(0, &[0]), "an aux task's one process");
+        assert!(!reattached_in_full(0, &[]));
+        assert!(reattached_in_full(u32::MAX, &[u32::MAX, 1]), "no overflow");
     }
 }

@@ -2,11 +2,14 @@
 //! why each waits ([`JobQueueView`]), and the changes `POST /api/v1/job-queues` and
 //! `det experiment set priority|weight|max-slots` make ([`JobUpdate`]). The agent resource
 //! manager answers from its schedulers (`resolute_scheduler`'s queue view, `move_job`,
-//! `job_wait_reason`); another resource manager would answer from its own queue.
+//! `job_wait_reason`); another resource manager would answer from its own queue. The queue's
+//! order is stored as it changes and restored by a restarted master ([`QueueOrderChanges`],
+//! `resolute_scheduler`'s `job_order.rs`).
 
 use std::collections::BTreeMap;
 
-use resolute_scheduler::{JobId, JobState, QueueMove, Scheduler};
+use resolute_scheduler::{JobId, JobPosition, JobState, LogicalTime, PositionChange, QueueMove, RestoredOrder, Scheduler, restore_order};
+use resolute_store::JobQueuePositionRecord;
 
 use super::RmError;
 
@@ -124,4 +127,60 @@ pub(super) fn forget(pools: &mut BTreeMap<String, Scheduler>, job_id: &str) {
     for scheduler in pools.values_mut() {
         scheduler.forget_job(&job);
     }
+}
+
+/// What changed in the queues' order since the loop last stored it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueueOrderChanges {
+    /// Jobs placed for the first time or moved, with their new places.
+    pub placed: Vec<JobQueuePositionRecord>,
+    /// `(resource pool, job id)` of finished jobs.
+    pub forgotten: Vec<(String, String)>,
+}
+
+impl QueueOrderChanges {
+    pub fn is_empty(&self) -> bool {
+        self.placed.is_empty() && self.forgotten.is_empty()
+    }
+}
+
+/// Every pool's order changes, each job's latest one only (a job placed then moved in one batch
+/// is stored once, at its last place).
+pub(super) fn take_changes(pools: &mut BTreeMap<String, Scheduler>) -> QueueOrderChanges {
+    let mut out = QueueOrderChanges::default();
+    for (pool, scheduler) in pools {
+        let mut latest: BTreeMap<JobId, Option<JobPosition>> = BTreeMap::new();
+        for change in scheduler.take_position_changes() {
+            match change {
+                PositionChange::Placed(p) => latest.insert(p.job_id.clone(), Some(p)),
+                PositionChange::Forgotten(job) => latest.insert(job, None),
+            };
+        }
+        for (job, change) in latest {
+            match change {
+                Some(p) => out.placed.push(JobQueuePositionRecord {
+                    resource_pool: pool.clone(),
+                    job_id: job.as_str().to_owned(),
+                    registered_at: i64::try_from(p.registered_at.0).unwrap_or(i64::MAX),
+                    seq: i64::try_from(p.seq).unwrap_or(i64::MAX),
+                }),
+                None => out.forgotten.push((pool.clone(), job.as_str().to_owned())),
+            }
+        }
+    }
+    out
+}
+
+/// The stored places grouped by pool, each pool's order rebuilt.
+pub(super) fn restored_orders(stored: Vec<JobQueuePositionRecord>) -> BTreeMap<String, RestoredOrder> {
+    let mut by_pool: BTreeMap<String, Vec<JobPosition>> = BTreeMap::new();
+    for r in stored {
+        by_pool.entry(r.resource_pool).or_default().push(JobPosition {
+            job_id: JobId::new(r.job_id.as_str()),
+            // Only this store's own rows exist; a negative one would sort first.
+            registered_at: LogicalTime(u64::try_from(r.registered_at).unwrap_or(0)),
+            seq: u64::try_from(r.seq).unwrap_or(0),
+        });
+    }
+    by_pool.into_iter().map(|(pool, positions)| (pool, restore_order(positions))).collect()
 }

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use resolute_api::agent_protocol::{StartTask, TaskExitInfo};
 
 pub use agents::{AgentInput, AgentResourceManager};
-pub use job_queue::{JobQueueView, JobUpdate};
+pub use job_queue::{JobQueueView, JobUpdate, QueueOrderChanges};
 pub use node_control::{ControlError, NodeAction, NodeCommand, NodeControlled};
 
 use super::view::ClusterView;
@@ -83,8 +83,9 @@ pub enum RmEvent {
     /// The process said it is ready (its readiness pattern appeared in its output).
     Ready { allocation_id: String, container_id: String },
     /// A process that outlived a master restart was adopted again (`reattach.rs`): it runs, its
-    /// ports are where they were, and `ready` says whether its readiness line was already seen.
-    Reattached { allocation_id: String, container_id: String, ports: BTreeMap<String, String>, ready: bool },
+    /// ports are where they were, `ready` says whether its readiness line was already seen, and
+    /// `slots` is how many slots this process holds (a gang's processes come back one by one).
+    Reattached { allocation_id: String, container_id: String, ports: BTreeMap<String, String>, ready: bool, slots: u32 },
     /// The process ended, or was lost (`exit.failure` says why).
     Exited { allocation_id: String, container_id: String, exit: TaskExitInfo },
 }
@@ -137,4 +138,9 @@ pub trait ResourceManager: Send + Sync {
     /// The job has finished (its experiment or task ended): forget its place in the queue,
     /// which it keeps between allocations until then.
     fn forget_job(&mut self, job_id: &str);
+    /// After a master restart, before anything is queued: the queues' order an earlier master
+    /// stored, so every job takes its old place and new ones queue behind.
+    fn restore_queue_order(&mut self, positions: Vec<resolute_store::JobQueuePositionRecord>);
+    /// The queues' order changes since the last call, for the loop to store.
+    fn take_queue_order_changes(&mut self) -> QueueOrderChanges;
 }
