@@ -12,7 +12,9 @@
 //   2. the trial page: navigation start → the learning curve drawn (its canvas holds the points),
 //      and the data's arrival (the request's responseEnd) → drawn;
 //   3. the many-trial experiment page: navigation start → every trial's learning curve drawn and
-//      the trials table rendered ("usable").
+//      the trials table rendered ("usable"), and where that time goes: the first and last
+//      time-series request's start and end (resource timing), the series parsed (the page's
+//      `curves-data` mark) and handed to the chart (`chart-data-set`).
 
 import { chromium } from "playwright-core";
 
@@ -79,6 +81,7 @@ try {
 
   // 3. The experiment of many trials: learning curves drawn and the trials table rendered.
   const manyTimes = [];
+  const phases = { seriesStart: [], seriesEnd: [], parsed: [], chartSet: [] };
   let series = 0;
   for (let i = 0; i < runs; i++) {
     await page.goto(`${base}/experiments/${manyExp}`);
@@ -88,8 +91,20 @@ try {
       manyTrials,
       { polling: "raf", timeout: 60000 },
     );
-    const t = await page.evaluate(() => ({ now: performance.now(), series: Number(document.querySelector("[data-testid=learning-curve]")?.dataset.series) }));
+    const t = await page.evaluate(() => {
+      const ts = performance.getEntriesByType("resource").filter((e) => e.name.includes("/api/v1/trials/time-series"));
+      const mark = (name) => performance.getEntriesByName(name, "mark").pop()?.startTime ?? NaN;
+      return {
+        now: performance.now(),
+        series: Number(document.querySelector("[data-testid=learning-curve]")?.dataset.series),
+        seriesStart: Math.min(...ts.map((e) => e.startTime)),
+        seriesEnd: Math.max(...ts.map((e) => e.responseEnd)),
+        parsed: mark("curves-data"),
+        chartSet: mark("chart-data-set"),
+      };
+    });
     manyTimes.push(t.now);
+    for (const k of Object.keys(phases)) phases[k].push(t[k]);
     series = t.series;
   }
   await page.screenshot({ path: "/tmp/resolute-bench-many.png" });
@@ -101,6 +116,9 @@ try {
   console.log(`| trial page: navigation → chart drawn | ${f(pageTimes[0])} | ${f(pct(pageTimes, 50))} | ${f(pct(pageTimes, 95))} | ${f(Math.max(...pageTimes))} |`);
   console.log(`| trial page: data arrived → chart drawn | ${f(renderTimes[0])} | ${f(pct(renderTimes, 50))} | ${f(pct(renderTimes, 95))} | ${f(Math.max(...renderTimes))} |`);
   console.log(`| experiment of ${manyTrials} trials: navigation → curves (${series} trials) + table drawn | ${f(manyTimes[0])} | ${f(pct(manyTimes, 50))} | ${f(pct(manyTimes, 95))} | ${f(Math.max(...manyTimes))} |`);
+  console.log(`\nWhere the ${manyTrials}-trial page's time goes (ms since navigation start, p50 of ${runs} loads): ` +
+    `first time-series request sent ${f(pct(phases.seriesStart, 50))}, last answered ${f(pct(phases.seriesEnd, 50))}, ` +
+    `series parsed ${f(pct(phases.parsed, 50))}, handed to the chart ${f(pct(phases.chartSet, 50))}, usable ${f(pct(manyTimes, 50))}`);
   if (errors.length) throw new Error(`page errors:\n${errors.join("\n")}`);
 } catch (e) {
   console.error(`ui-charts benchmark failed: ${e instanceof Error ? e.message : e}`);
