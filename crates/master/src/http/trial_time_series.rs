@@ -69,16 +69,13 @@ pub async fn compare_trials(
 ) -> ApiResult<Json<CompareTrialsResponse>> {
     let request = parse(&q)?;
     let (state, request) = (&state, &request);
-    let trials = stream::iter(q.trial_ids.iter().copied())
-        .map(|id| async move {
-            let view = state.experiments.trial(id).await?;
-            let kept = kept_series(state, request, id).await?;
-            let metrics = request.selections.iter().zip(&kept).map(|(s, k)| points(&s.group, &s.names, k)).collect();
-            Ok::<_, ApiError>(ComparableTrial { trial: wire::trial(view.record, view.latest_validation), metrics })
-        })
-        .buffered(CONCURRENT_TRIALS)
-        .try_collect::<Vec<_>>()
-        .await?;
+    let trials = per_trial(&q.trial_ids, |id| async move {
+        let view = state.experiments.trial(id).await?;
+        let kept = kept_series(state, request, id).await?;
+        let metrics = request.selections.iter().zip(&kept).map(|(s, k)| points(&s.group, &s.names, k)).collect();
+        Ok(ComparableTrial { trial: wire::trial(view.record, view.latest_validation), metrics })
+    })
+    .await?;
     Ok(Json(CompareTrialsResponse { trials }))
 }
 
@@ -94,18 +91,26 @@ pub async fn series_columns(
 ) -> ApiResult<Json<TrialSeriesColumnsResponse>> {
     let request = parse(&q)?;
     let (state, request) = (&state, &request);
-    let trials = stream::iter(q.trial_ids.iter().copied())
-        .map(|id| async move {
-            // An unknown trial is a 404 here too, not an empty series.
-            state.store.trial_by_id(id).await?;
-            let kept = kept_series(state, request, id).await?;
-            let metrics = request.selections.iter().zip(&kept).map(|(s, k)| columns(&s.group, &s.names, k)).collect();
-            Ok::<_, ApiError>(TrialSeriesColumns { trial_id: id, metrics })
+    let trials = per_trial(&q.trial_ids, |id| async move {
+        // An unknown trial is a 404 here too, not an empty series.
+        state.store.trial_by_id(id).await?;
+        let kept = kept_series(state, request, id).await?;
+        Ok(TrialSeriesColumns {
+            trial_id: id,
+            metrics: request.selections.iter().zip(&kept).map(|(s, k)| columns(&s.group, &s.names, k)).collect(),
         })
-        .buffered(CONCURRENT_TRIALS)
-        .try_collect::<Vec<_>>()
-        .await?;
+    })
+    .await?;
     Ok(Json(TrialSeriesColumnsResponse { trials }))
+}
+
+/// `answer(id)` of every requested trial, [`CONCURRENT_TRIALS`] at a time, in the requested order.
+async fn per_trial<T, F, Fut>(ids: &[i32], answer: F) -> ApiResult<Vec<T>>
+where
+    F: Fn(i32) -> Fut,
+    Fut: std::future::Future<Output = ApiResult<T>>,
+{
+    stream::iter(ids.iter().copied()).map(answer).buffered(CONCURRENT_TRIALS).try_collect().await
 }
 
 fn parse(q: &CompareTrialsQuery) -> ApiResult<Request> {
@@ -247,8 +252,10 @@ fn points(group: &str, names: &[String], kept: &Kept) -> DownsampledMetrics {
 fn columns(group: &str, names: &[String], kept: &Kept) -> SeriesColumns {
     let (reports, rows) = (&kept.reports, &kept.rows);
     let column = |c: &SeriesColumn| rows.iter().map(|&row| c.number(row)).collect::<Vec<_>>();
-    let values: BTreeMap<String, Vec<Option<f64>>> =
-        metric_names(names, reports).iter().map(|n| (n.clone(), reports.column(n).map(column).unwrap_or_else(|| vec![None; rows.len()]))).collect();
+    let values: BTreeMap<String, Vec<Option<f64>>> = metric_names(names, reports)
+        .iter()
+        .map(|n| (n.clone(), reports.column(n).map(column).unwrap_or_else(|| vec![None; rows.len()])))
+        .collect();
     let epochs = reports.column("epoch").map(column).filter(|e| e.iter().any(Option::is_some));
     SeriesColumns {
         group: group.to_owned(),

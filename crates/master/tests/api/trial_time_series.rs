@@ -149,7 +149,8 @@ pub async fn time_series_columns_answer_the_same_rows(m: &TestMaster) {
     let yaml = "name: ts-columns\nentrypoint: python3 train.py\nsearcher: {name: single, metric: accuracy, smaller_is_better: false}\n";
     let id = create(m, &admin, yaml, false).await;
     let (a, b) = (trial(m, id, 1).await, trial(m, id, 2).await);
-    let reports: Vec<_> = (1..=2000).map(|s| report(&a, "training", s, json!({"loss": loss(s), "epoch": s / 100, "phase": "warm"}))).collect();
+    let reports: Vec<_> =
+        (1..=2000).map(|s| report(&a, "training", s, json!({"loss": loss(s), "epoch": s / 100, "phase": "warm"}))).collect();
     m.store.insert_metrics(&reports).await.unwrap();
     m.store.insert_metrics(&[report(&b, "training", 5, json!({"loss": 1.0}))]).await.unwrap();
 
