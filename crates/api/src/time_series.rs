@@ -81,7 +81,8 @@ pub struct CompareTrialsResponse {
 #[serde(rename_all = "camelCase")]
 pub struct SeriesColumns {
     pub group: String,
-    pub batches: Vec<i64>,
+    /// Batches per report (`int32`, as upstream's `v1DataPoint.batches`).
+    pub batches: Vec<i32>,
     /// Report times, seconds since the Unix epoch.
     pub times: Vec<f64>,
     /// `epoch` per report (null where a report has none); omitted when no report has one.

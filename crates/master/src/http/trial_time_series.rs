@@ -259,7 +259,7 @@ fn columns(group: &str, names: &[String], kept: &Kept) -> SeriesColumns {
     let epochs = reports.column("epoch").map(column).filter(|e| e.iter().any(Option::is_some));
     SeriesColumns {
         group: group.to_owned(),
-        batches: rows.iter().map(|&row| reports.steps[row]).collect(),
+        batches: rows.iter().map(|&row| i32::try_from(reports.steps[row]).unwrap_or(i32::MAX)).collect(),
         times: rows.iter().map(|&row| reports.times[row] as f64 / 1e6).collect(),
         epochs,
         values,
