@@ -189,6 +189,25 @@ try {
   await shot("05-experiments");
   log(step);
 
+  step = "a first load asks the master for each thing once (experiments list, completed experiment)";
+  for (const [url, ready] of [
+    [`${base}/experiments`, `[data-testid=experiments-table] tr[data-experiment-id="${expId}"]`],
+    [`${base}/experiments/${expId}`, "[data-testid=trials-table] tbody tr[data-trial-id]"],
+  ]) {
+    const sent = [];
+    const onRequest = (r) => r.url().includes("/api/v1/") && sent.push(r.url().replace(base, ""));
+    page.on("request", onRequest);
+    await page.goto(url);
+    await page.locator(ready).first().waitFor();
+    await page.waitForLoadState("networkidle");
+    page.off("request", onRequest);
+    const lists = sent.filter((u) => new URL(u, base).pathname === "/api/v1/experiments");
+    if (url.endsWith("/experiments")) assert(lists.length === 1, `the experiments page asked for the list ${lists.length} times: ${lists.join(", ")}`);
+    const twice = sent.filter((u, i) => sent.indexOf(u) !== i);
+    assert(twice.length === 0, `${url} sent the same request twice on its first load: ${twice.join(", ")}`);
+  }
+  log(step);
+
   step = "an unknown experiment id shows the not-found page";
   await page.goto(`${base}/experiments/987654`);
   await page.locator("[data-testid=not-found]").waitFor();

@@ -2,20 +2,25 @@
 // router.tsx): /login, /logout, /dashboard, /experiments, /projects/:id/experiments,
 // /experiments/:id[/tab], /experiments/:e/trials/:t[/tab], /tasks, /clusters, /admin/users;
 // anything else is the not-found page. /docs/rest-api/ (Swagger UI) is its own page, not the app's.
+// Pages are separate chunks (lazy.tsx). The page is drawn, and its requests start, while
+// `/api/v1/me` is still in flight: a signed-out visit ends on /login either way (the page's own
+// requests answer 401 too).
 
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, forgetConditional, onUnauthenticated } from "./api";
 import { ErrorBanner, NotFound, Spinner } from "./components/ui";
-import { Dashboard } from "./pages/Dashboard";
-import { Experiment } from "./pages/Experiment";
-import { Experiments } from "./pages/Experiments";
+import { lazy } from "./lazy";
 import { Login } from "./pages/Login";
-import { Trial } from "./pages/Trial";
-import { AdminUsers } from "./pages/Admin";
-import { Cluster } from "./pages/Cluster";
-import { Tasks } from "./pages/Tasks";
 import { Link, match, navigate, useLocation } from "./router";
 import { currentUser, setUser, useUser } from "./session";
+
+const Dashboard = lazy(() => import("./pages/Dashboard").then((m) => m.Dashboard));
+const Experiment = lazy(() => import("./pages/Experiment").then((m) => m.Experiment));
+const Experiments = lazy(() => import("./pages/Experiments").then((m) => m.Experiments));
+const Trial = lazy(() => import("./pages/Trial").then((m) => m.Trial));
+const AdminUsers = lazy(() => import("./pages/Admin").then((m) => m.AdminUsers));
+const Cluster = lazy(() => import("./pages/Cluster").then((m) => m.Cluster));
+const Tasks = lazy(() => import("./pages/Tasks").then((m) => m.Tasks));
 
 function toLogin(expired: boolean) {
   const here = window.location.pathname + window.location.search;
@@ -63,7 +68,6 @@ export function App() {
   if (loc.path === "/logout") return <Logout />;
   if (bootError)
     return <div class="content"><ErrorBanner error={bootError} retry={() => { setBootError(null); setAttempt((a) => a + 1); }} /></div>;
-  if (user === undefined) return <Spinner />;
   if (user === null) return <Spinner label="Redirecting to sign in…" />;
 
   return (
@@ -74,16 +78,18 @@ export function App() {
         <NavLink href="/experiments" path={loc.path}>Experiments</NavLink>
         <NavLink href="/tasks" path={loc.path}>Tasks</NavLink>
         <NavLink href="/clusters" path={loc.path}>Cluster</NavLink>
-        {user.admin && <NavLink href="/admin/users" path={loc.path}>Admin</NavLink>}
+        {user?.admin && <NavLink href="/admin/users" path={loc.path}>Admin</NavLink>}
         <a href="/docs/rest-api/" class="nav-link">API docs</a>
         <div class="nav-spacer" />
-        <div class="nav-user" data-testid="current-user">
-          <div class="avatar">{(user.displayName || user.username).charAt(0).toUpperCase()}</div>
-          <div>
-            <div>{user.displayName || user.username}</div>
-            <Link href="/logout" class="small">Sign out</Link>
+        {user && (
+          <div class="nav-user" data-testid="current-user">
+            <div class="avatar">{(user.displayName || user.username).charAt(0).toUpperCase()}</div>
+            <div>
+              <div>{user.displayName || user.username}</div>
+              <Link href="/logout" class="small">Sign out</Link>
+            </div>
           </div>
-        </div>
+        )}
       </aside>
       <main class="content">{page(loc)}</main>
     </div>

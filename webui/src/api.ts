@@ -153,11 +153,11 @@ export interface Trial {
   latestValidation?: { metrics?: Record<string, unknown> } | null;
 }
 
-export interface DataPoint { batches: number; time: string; epoch?: number; values: Record<string, number | null> }
-export interface Series { group: string; type: string; data: DataPoint[] }
 /** `v1FileNode`: a file or directory of the model definition. */
 export interface FileNode { path: string; name: string; modifiedTime: string; contentLength: number; isDir: boolean; contentType: string; files: FileNode[] }
-export interface ComparableTrial { trial: Trial; metrics: Series[] }
+/** A trial's downsampled series as columns (GET /api/v1/trials/time-series/columns). */
+export interface SeriesColumns { group: string; batches: number[]; times: number[]; epochs?: (number | null)[]; values: Record<string, (number | null)[]> }
+export interface TrialSeriesColumns { trialId: number; metrics: SeriesColumns[] }
 
 export interface Agent {
   id: string; enabled: boolean; draining: boolean; resourcePools?: string[];
@@ -230,11 +230,11 @@ export const api = {
     return first.trials.concat(...rest.map((r) => r.trials));
   },
   trial: (id: number, signal?: AbortSignal) => json<{ trial: Trial }>("GET", `/api/v1/trials/${id}`, undefined, signal).then((r) => r.trial),
-  /** Learning curves: each trial's series of `metricIds` (`group.name`), downsampled by the master. */
-  timeSeries: (trialIds: number[], metricIds: string[], maxDatapoints: number, signal?: AbortSignal) =>
-    json<{ trials: ComparableTrial[] }>(
+  /** Learning curves: each trial's series of `metricIds` (`group.name`), downsampled by the master, as columns. */
+  seriesColumns: (trialIds: number[], metricIds: string[], maxDatapoints: number, signal?: AbortSignal) =>
+    json<{ trials: TrialSeriesColumns[] }>(
       "GET",
-      "/api/v1/trials/time-series" + queryString({ trialIds, metricIds, maxDatapoints }),
+      "/api/v1/trials/time-series/columns" + queryString({ trialIds, metricIds, maxDatapoints }),
       undefined,
       signal,
     ).then((r) => r.trials),

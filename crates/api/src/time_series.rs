@@ -73,3 +73,35 @@ pub struct ComparableTrial {
 pub struct CompareTrialsResponse {
     pub trials: Vec<ComparableTrial>,
 }
+
+/// One group's downsampled series of a trial as columns (ours: `GET
+/// /api/v1/trials/time-series/columns`, what the web UI draws): row `i` of every column is one
+/// report. About a fifth of `DownsampledMetrics`' bytes, and no object per point to parse.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesColumns {
+    pub group: String,
+    /// Batches per report (`int32`, as upstream's `v1DataPoint.batches`).
+    pub batches: Vec<i32>,
+    /// Report times, seconds since the Unix epoch.
+    pub times: Vec<f64>,
+    /// `epoch` per report (null where a report has none); omitted when no report has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epochs: Option<Vec<Option<f64>>>,
+    /// Metric name → its values (null where a report has no number for it).
+    pub values: std::collections::BTreeMap<String, Vec<Option<f64>>>,
+}
+
+/// One trial's series as columns.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TrialSeriesColumns {
+    pub trial_id: i32,
+    pub metrics: Vec<SeriesColumns>,
+}
+
+/// `GET /api/v1/trials/time-series/columns`: the trials in the requested order.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct TrialSeriesColumnsResponse {
+    pub trials: Vec<TrialSeriesColumns>,
+}

@@ -63,6 +63,8 @@ pub struct AppServices {
     /// them, the proxy reads them on every request.
     pub proxies: ProxyRegistry,
     pub store: Arc<dyn Store>,
+    /// Downsampled chart answers (`GET /api/v1/trials/time-series`), valid while their series is.
+    pub charts: crate::services::chart_cache::ChartCache,
     /// The Prometheus metrics, when `observability.enable_prometheus` is on.
     pub prometheus: Option<Arc<crate::prometheus::Prometheus>>,
     /// Whether clients reach this master over TLS: the session cookie gets `Secure`, and the
@@ -96,6 +98,7 @@ impl AppState {
             cluster,
             proxies: ProxyRegistry::new(),
             store,
+            charts: Default::default(),
             prometheus: prometheus_metrics(&config),
             serves_tls: serves_tls(&config),
             config: Arc::new(config),

@@ -103,6 +103,7 @@ export function Chart(props: {
     u.setData(align(props.lines), !zoomed.current);
     el.dataset.points = String(props.lines.reduce((n, l) => n + l.xs.length, 0));
     el.dataset.series = String(props.lines.length);
+    performance.mark("chart-data-set"); // for webui/e2e/bench.mjs's breakdown
   }, [props.lines, shape]);
 
   return <div class="chart" ref={box} data-testid={props.testId ?? "chart"} />;

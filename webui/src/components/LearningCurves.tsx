@@ -1,13 +1,13 @@
 // Learning curves: one chosen metric for many trials — all of an experiment's, however many —
-// from GET /api/v1/trials/time-series with `maxDatapoints` (the master downsamples each series,
-// keeping its ends and extremes), in batches of TRIALS_PER_REQUEST trials fetched together, the
+// from GET /api/v1/trials/time-series/columns with `maxDatapoints` (the master downsamples each
+// series, keeping its ends and extremes; columns, not an object per point), in batches of TRIALS_PER_REQUEST trials fetched together, the
 // trials sharing one total point budget (`pointsPerSeries`). X axis in
 // batches, epochs (when the trials report `epochs`) or wall-clock time; log scale; EMA smoothing;
 // hovering a line names its trial and hyperparameters; trials the adaptive searcher stopped
 // early are dashed.
 
 import { useMemo, useState } from "preact/hooks";
-import { api, type ComparableTrial, type Trial } from "../api";
+import { api, type Trial, type TrialSeriesColumns } from "../api";
 import { flattenHparams, fmtTick, smooth } from "./hparams";
 import { Chart, type Line } from "./Chart";
 import { useResource } from "./data";
@@ -28,11 +28,12 @@ export function pointsPerSeries(trials: number): number {
 }
 
 /** Every trial's downsampled series of `metric`: one request per TRIALS_PER_REQUEST trials, all at once. */
-export async function fetchCurves(trialIds: number[], metric: string, signal?: AbortSignal): Promise<ComparableTrial[]> {
+export async function fetchCurves(trialIds: number[], metric: string, signal?: AbortSignal): Promise<TrialSeriesColumns[]> {
   const perSeries = pointsPerSeries(trialIds.length);
   const batches: number[][] = [];
   for (let i = 0; i < trialIds.length; i += TRIALS_PER_REQUEST) batches.push(trialIds.slice(i, i + TRIALS_PER_REQUEST));
-  const answers = await Promise.all(batches.map((ids) => api.timeSeries(ids, [metric], perSeries, signal)));
+  const answers = await Promise.all(batches.map((ids) => api.seriesColumns(ids, [metric], perSeries, signal)));
+  performance.mark("curves-data"); // for webui/e2e/bench.mjs's breakdown
   return answers.flat();
 }
 
@@ -64,25 +65,39 @@ export function LearningCurves(props: {
     { intervalMs: 5000, live: () => props.live, refreshKey: props.refreshKey },
   );
 
-  const hasEpochs = useMemo(() => !!series.data?.some((t) => t.metrics.some((m) => m.data.some((p) => typeof p.epoch === "number"))), [series.data]);
+  const hasEpochs = useMemo(() => !!series.data?.some((t) => t.metrics.some((m) => m.epochs?.some((e) => typeof e === "number"))), [series.data]);
   const x = xAxis === "epochs" && !hasEpochs ? "batches" : xAxis;
-  const shown = useMemo(() => (series.data ?? []).filter((t) => t.metrics.some((m) => m.data.length)), [series.data]);
+  const shown = useMemo(() => (series.data ?? []).filter((t) => t.metrics.some((m) => m.batches.length)), [series.data]);
   const lines: Line[] = useMemo(() => {
     if (!chosen) return [];
     const name = chosen.slice(chosen.indexOf(".") + 1);
     return shown.map((t) => {
-      const points = t.metrics.flatMap((m) => m.data).filter((p) => typeof p.values[name] === "number" && (x !== "epochs" || typeof p.epoch === "number"));
-      const stopped = props.stopped?.has(t.trial.id);
+      const xs: number[] = [];
+      const ys: number[] = [];
+      for (const m of t.metrics) {
+        const vs = m.values[name];
+        const at = x === "batches" ? m.batches : x === "epochs" ? m.epochs : m.times;
+        if (!vs || !at) continue;
+        for (let i = 0; i < vs.length; i++) {
+          const v = vs[i];
+          const xv = at[i];
+          if (typeof v !== "number" || typeof xv !== "number") continue;
+          xs.push(xv);
+          ys.push(v);
+        }
+      }
+      const stopped = props.stopped?.has(t.trialId);
       return {
-        label: `${props.labelPrefix ?? "Trial"} ${t.trial.id}${stopped ? " (stopped early)" : ""}`,
-        xs: points.map((p) => (x === "batches" ? p.batches : x === "epochs" ? (p.epoch as number) : new Date(p.time).getTime() / 1000)),
-        ys: smooth(points.map((p) => p.values[name] as number), smoothing),
+        label: `${props.labelPrefix ?? "Trial"} ${t.trialId}${stopped ? " (stopped early)" : ""}`,
+        xs,
+        ys: smooth(ys, smoothing),
         dashed: stopped,
       };
     });
   }, [shown, chosen, x, smoothing, props.stopped]);
-  const focused = focus !== null ? shown[focus]?.trial : undefined;
-  const focusedHps = focused ? flattenHparams((props.trials?.find((t) => t.id === focused.id) ?? focused).hparams) : {};
+  const focusedId = focus !== null ? shown[focus]?.trialId : undefined;
+  const focusedTrial = focusedId !== undefined ? props.trials?.find((t) => t.id === focusedId) : undefined;
+  const focusedHps = focusedTrial ? flattenHparams(focusedTrial.hparams) : {};
 
   if (!props.metrics.length) return <p class="muted">No metrics reported yet.</p>;
   return (
@@ -113,8 +128,8 @@ export function LearningCurves(props: {
           <>
             <Chart lines={lines} xLabel={x === "batches" ? "Batches" : x === "epochs" ? "Epochs" : "Time"} yLabel={chosen ?? ""} logScale={log} time={x === "time"} testId="learning-curve" onFocus={setFocus} />
             <div class="muted small hover-line" data-testid="curve-hover">
-              {focused
-                ? `Trial ${focused.id}${props.stopped?.has(focused.id) ? " (stopped early)" : ""}: ${Object.entries(focusedHps).map(([k, v]) => `${k}=${typeof v === "number" ? fmtTick(v) : v}`).join(", ") || "no hyperparameters"}`
+              {focusedId !== undefined
+                ? `Trial ${focusedId}${props.stopped?.has(focusedId) ? " (stopped early)" : ""}: ${Object.entries(focusedHps).map(([k, v]) => `${k}=${typeof v === "number" ? fmtTick(v) : v}`).join(", ") || "no hyperparameters"}`
                 : "Hover a line for its trial and hyperparameters."}
             </div>
           </>

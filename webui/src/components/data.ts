@@ -4,7 +4,9 @@
 // event stream yet, every page's data is a bounded, downsampled request, and polling survives
 // master restarts and proxies without reconnect logic. `refreshKey`: a value whose change reloads
 // without forgetting the data (e.g. the experiment's state, so dependent lists fetch once more
-// after it ends and polling stops).
+// after it ends and polling stops). A key's first value (undefined → the owner's state once the
+// owner loaded) is no change: the load already in flight is that fresh, and reloading then made
+// every dependent list load twice on first render.
 
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api";
@@ -29,6 +31,13 @@ export function useResource<T>(
   loadRef.current = load;
   const optsRef = useRef(opts);
   optsRef.current = opts;
+  // Counts changes of a known refreshKey; the effect below reloads on it, not on the key itself.
+  const lastKey = useRef(opts.refreshKey);
+  const refreshes = useRef(0);
+  if (opts.refreshKey !== lastKey.current) {
+    if (lastKey.current !== undefined) refreshes.current++;
+    lastKey.current = opts.refreshKey;
+  }
 
   // A new identity (deps changed): forget the old object.
   useEffect(() => {
@@ -69,7 +78,7 @@ export function useResource<T>(
       ctrl.abort();
       if (timer !== undefined) window.clearTimeout(timer);
     };
-  }, [...deps, tick, opts.refreshKey]);
+  }, [...deps, tick, refreshes.current]);
 
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { data, error, loading, reload };

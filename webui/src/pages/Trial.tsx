@@ -42,7 +42,7 @@ export function Trial({ experimentId, trialId }: { experimentId: number; trialId
       </div>
       <div class="two-col">
         <Card title="Metrics">
-          <LearningCurves trialIds={[t.id]} metrics={metricIds([t])} defaultMetric={searcherMetricId(e?.searcherMetric)} live={live} refreshKey={t.state} />
+          <LearningCurves trialIds={[t.id]} metrics={metricIds([t])} defaultMetric={searcherMetricId(e?.searcherMetric)} live={live} refreshKey={t.state} trials={[t]} />
         </Card>
         <div>
           <Card title="Hyperparameters">

@@ -150,6 +150,7 @@ fn routes() -> Router<AppState> {
         .route("/task-logs", post(unmanaged::post_legacy_logs))
         .route("/api/v1/trials/{id}/checkpoints", get(experiment_items::trial_checkpoints))
         .route("/api/v1/trials/time-series", get(trial_time_series::compare_trials))
+        .route("/api/v1/trials/time-series/columns", get(trial_time_series::series_columns))
         .route("/api/v1/experiments/metrics-stream/metric-names", get(metrics_stream::metric_names))
         .route("/api/v1/experiments/{id}/metrics-stream/batches", get(metrics_stream::metric_batches))
         .route("/api/v1/experiments/{id}/metrics-stream/trials-snapshot", get(metrics_stream::trials_snapshot))

@@ -178,6 +178,7 @@ use utoipa::{Modify, OpenApi};
         super::trial_metrics::training_metrics,
         super::trial_metrics::validation_metrics,
         super::trial_time_series::compare_trials,
+        super::trial_time_series::series_columns,
         super::metrics_stream::metric_names,
         super::metrics_stream::metric_batches,
         super::metrics_stream::trials_snapshot,

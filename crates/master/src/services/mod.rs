@@ -2,6 +2,7 @@
 
 pub mod allocation_usage;
 mod auth;
+pub mod chart_cache;
 pub mod checkpoint_edits;
 pub mod checkpoint_gc;
 pub mod checkpoint_storage;

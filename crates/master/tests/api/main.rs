@@ -164,6 +164,7 @@ async fn agents_without_the_join_secret_are_refused() {
 harness::api_test!(runtime_trials::metrics_are_stored_rolled_back_and_searched);
 harness::api_test!(metrics_ingest::concurrent_reports_are_stored_exactly_once);
 harness::api_test!(trial_time_series::compare_trials_downsamples_out_of_order_reports);
+harness::api_test!(trial_time_series::time_series_columns_answer_the_same_rows);
 harness::api_test!(metrics_stream::streams_of_a_terminal_experiment_send_one_update);
 harness::api_test!(metrics_stream::bad_metrics_stream_requests_name_the_parameter);
 harness::api_test!(master_cluster::master_config_is_admin_only_and_redacted);

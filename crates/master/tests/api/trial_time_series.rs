@@ -1,6 +1,7 @@
 //! `GET /api/v1/trials/time-series` (upstream `CompareTrials`), the SDK's metric streams and the
 //! trial's summary metrics: reports stored out of step order read back sorted and complete,
-//! series are downsampled to `maxDatapoints` keeping their extremes, summaries use upstream's keys.
+//! series are downsampled to `maxDatapoints` keeping their extremes, summaries use upstream's keys;
+//! `…/time-series/columns` answers the same rows as columns.
 
 use resolute_store::{NewMetricReport, NewTrial, SearcherMetric, TrialRecord, db_now};
 use serde_json::{Value, json};
@@ -141,4 +142,49 @@ pub async fn compare_trials_downsamples_out_of_order_reports(m: &TestMaster) {
     assert!(bad.text.contains("metricIds"), "{}", bad.text);
     assert_error(&m.get("/api/v1/trials/time-series?trialIds=999999", Some(&admin)).await, 404, "NotFound");
     assert_error(&m.get(&format!("/api/v1/trials/time-series?trialIds={}", a.id), None).await, 401, "Unauthenticated");
+}
+
+pub async fn time_series_columns_answer_the_same_rows(m: &TestMaster) {
+    let admin = m.login("admin", "").await;
+    let yaml = "name: ts-columns\nentrypoint: python3 train.py\nsearcher: {name: single, metric: accuracy, smaller_is_better: false}\n";
+    let id = create(m, &admin, yaml, false).await;
+    let (a, b) = (trial(m, id, 1).await, trial(m, id, 2).await);
+    let reports: Vec<_> =
+        (1..=2000).map(|s| report(&a, "training", s, json!({"loss": loss(s), "epoch": s / 100, "phase": "warm"}))).collect();
+    m.store.insert_metrics(&reports).await.unwrap();
+    m.store.insert_metrics(&[report(&b, "training", 5, json!({"loss": 1.0}))]).await.unwrap();
+
+    let query = format!("trialIds={}&trialIds={}&maxDatapoints=100&metricIds=training.loss&metricIds=training.phase", a.id, b.id);
+    let points = m.get(&format!("/api/v1/trials/time-series?{query}"), Some(&admin)).await;
+    let columns = m.get(&format!("/api/v1/trials/time-series/columns?{query}"), Some(&admin)).await;
+    assert_eq!(columns.status, 200, "{}", columns.text);
+    let trials = columns.body["trials"].as_array().unwrap();
+    assert_eq!((trials[0]["trialId"].as_i64(), trials[1]["trialId"].as_i64()), (Some(a.id as i64), Some(b.id as i64)));
+    let series = &trials[0]["metrics"][0];
+    let kept: Vec<i64> = series["batches"].as_array().unwrap().iter().map(|b| b.as_i64().unwrap()).collect();
+    assert_eq!(kept, batches(&points.body["trials"][0]["metrics"][0]), "the same rows as the upstream form");
+    let at = |step: i64| kept.iter().position(|&b| b == step).unwrap_or_else(|| panic!("step {step} kept: {kept:?}"));
+    assert_eq!(series["values"]["loss"][at(777)], 50.0);
+    assert_eq!(series["values"]["loss"][at(1234)], -5.0);
+    assert_eq!(series["values"]["phase"][at(1)], Value::Null, "a non-numeric value is null in a column");
+    assert_eq!(series["epochs"][at(777)], 7.0);
+    assert_eq!(series["times"].as_array().unwrap().len(), kept.len());
+    assert!(series["times"][0].as_f64().unwrap() > 1.7e9, "seconds since the epoch: {}", series["times"][0]);
+    assert_eq!(trials[1]["metrics"][0]["batches"], json!([5]));
+    assert!(trials[1]["metrics"][0].get("epochs").is_none(), "no epochs column without epochs");
+
+    // A repeated request is answered from the kept rows; a new report (a new extreme) is in the next.
+    let again = m.get(&format!("/api/v1/trials/time-series/columns?{query}"), Some(&admin)).await;
+    assert_eq!(again.body, columns.body);
+    m.store.insert_metrics(&[report(&a, "training", 2001, json!({"loss": 99.0}))]).await.unwrap();
+    let r = m.get(&format!("/api/v1/trials/time-series/columns?{query}"), Some(&admin)).await;
+    let kept: Vec<i64> = r.body["trials"][0]["metrics"][0]["batches"].as_array().unwrap().iter().map(|b| b.as_i64().unwrap()).collect();
+    assert!(kept.contains(&2001) && kept.len() <= 100, "the new report is kept: {kept:?}");
+
+    assert_error(&m.get("/api/v1/trials/time-series/columns", Some(&admin)).await, 400, "InvalidArgument");
+    let bad = m.get(&format!("/api/v1/trials/time-series/columns?trialIds={}&maxDatapoints=-1", a.id), Some(&admin)).await;
+    assert_error(&bad, 400, "InvalidArgument");
+    assert!(bad.text.contains("maxDatapoints"), "{}", bad.text);
+    assert_error(&m.get("/api/v1/trials/time-series/columns?trialIds=999999", Some(&admin)).await, 404, "NotFound");
+    assert_error(&m.get(&format!("/api/v1/trials/time-series/columns?trialIds={}", a.id), None).await, 401, "Unauthenticated");
 }
