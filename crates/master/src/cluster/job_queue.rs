@@ -3,13 +3,13 @@
 //! job-queue changes (`POST /api/v1/job-queues`, `det experiment set priority|weight|max-slots`)
 //! as the single writer: the scheduler's queue changes, and an experiment's stored config follows
 //! (`resources.priority|weight|max_slots`) so its next trials, `det experiment describe` and a
-//! restarted master keep it.
+//! restarted master keep it; a command-like task's priority is stored with the task.
 
 use resolute_scheduler::{MAX_PRIORITY, MIN_PRIORITY};
 use resolute_store::{NewLogLine, db_now};
 
 use super::allocations::AllocationOwner;
-use super::orchestrator::{LoopResult, Orchestrator};
+use super::orchestrator::{LoopError, LoopResult, Orchestrator};
 use super::rm::{JobQueueView, JobUpdate};
 use crate::domain::TaskType;
 
@@ -147,16 +147,30 @@ impl Orchestrator {
             return Err(Invalid(format!("job {job_id} has nothing queued or running to move next to job {anchor}")));
         }
         self.rm.update_job(job_id, update).map_err(|e| Invalid(format!("job {job_id}: {e}")))?;
+        // A move takes the anchor's priority: store the priority the scheduler now has.
+        let priority = match update.position {
+            Some(_) => self.rm.job_queue().iter().find(|j| &j.job_id == job_id).map(|j| j.priority).or(update.priority),
+            None => update.priority,
+        };
         if let Some(experiment_id) = experiment {
-            // A move takes the anchor's priority: store the priority the scheduler now has.
-            let priority = match update.position {
-                Some(_) => self.rm.job_queue().iter().find(|j| &j.job_id == job_id).map(|j| j.priority).or(update.priority),
-                None => update.priority,
-            };
             self.store_experiment_resources(experiment_id, priority, update.weight, update.max_slots)
                 .await
                 .map_err(|e| Invalid(format!("job {job_id}: storing the experiment's new resources failed: {e}")))?;
+        } else if let Some(priority) = priority {
+            self.store_command_priority(job_id, priority)
+                .await
+                .map_err(|e| Invalid(format!("job {job_id}: storing the task's new priority failed: {e}")))?;
         }
+        Ok(())
+    }
+
+    /// Records a command-like task's new priority (as `det command set priority` does), so its
+    /// next allocation and a restarted master queue it with that priority. Weight and `max_slots`
+    /// of a task live only in the scheduler, as upstream's.
+    async fn store_command_priority(&mut self, job_id: &str, priority: u32) -> LoopResult<()> {
+        let Some(task_id) = self.commands.iter().find(|(_, c)| c.job_id == job_id).map(|(id, _)| id.clone()) else { return Ok(()) };
+        let priority = i32::try_from(priority).map_err(|_| LoopError::Other(format!("priority {priority} is out of range")))?;
+        self.store.set_command_task_priority(&task_id, priority).await?;
         Ok(())
     }
 

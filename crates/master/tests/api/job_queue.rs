@@ -260,3 +260,18 @@ pub async fn a_moved_job_keeps_its_place_between_allocations(m: &TestMaster) {
     assert_eq!(last.env["DET_EXPERIMENT_ID"], a.to_string());
     agent.exit(&last, 0).await;
 }
+
+/// `det job update JOB --priority N` on a command's job is stored with the task, as `det command
+/// set priority` is, so the task's later allocations (a generic task unpaused) queue with it.
+pub async fn a_commands_job_priority_is_stored_with_the_task(m: &TestMaster) {
+    let token = m.login("determined", "").await;
+    let r = m.post("/api/v1/commands", Some(&token), json!({"config": {"entrypoint": ["true"], "resources": {"slots": 1}}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let task_id = r.body["command"]["id"].as_str().unwrap().to_owned();
+    let jobs = queue_until(m, &token, "the command queued", |jobs| jobs.len() == 1).await;
+    let job = jobs[0]["jobId"].as_str().unwrap().to_owned();
+    let r = m.post("/api/v1/job-queues", Some(&token), json!({"updates": [{"jobId": job, "priority": 17}]})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    queue_until(m, &token, "priority 17", |jobs| jobs.first().is_some_and(|j| j["priority"] == 17)).await;
+    assert_eq!(m.store.command_task_by_id(&task_id).await.unwrap().priority, Some(17), "stored with the task");
+}

@@ -133,6 +133,7 @@ harness::api_test!(job_queue::experiment_resources_change_through_the_queue);
 harness::api_test!(job_queue::a_moved_job_keeps_its_place_between_allocations);
 harness::api_test!(owned job_pool::queued_and_running_jobs_move_to_another_pool);
 harness::api_test!(owned job_queue::a_changed_priority_survives_a_master_restart);
+harness::api_test!(job_queue::a_commands_job_priority_is_stored_with_the_task);
 harness::api_test!(owned queue_order::the_queue_order_survives_a_master_restart);
 harness::api_test!(owned queue_order::a_paused_experiments_job_leaves_the_queue_and_comes_back_to_its_place);
 harness::api_test!(cluster_loop::failing_trial_restarts_then_errors);
