@@ -234,6 +234,9 @@ pub async fn wait_for(m: &TestMaster, token: &str, path: &str, pointer: &str, wa
 pub async fn single_trial_runs_to_completion(m: &TestMaster) {
     let token = m.login("determined", "").await;
     let mut agent = FakeAgent::connect(m, "agent-1", 2).await;
+    // The registration reaches the loop on its own; created before it, the trial would wait a
+    // moment and its log say why ("no agents in resource pool default").
+    wait_for(m, &token, "/api/v1/agents", "/agents/0/id", "agent-1").await;
     let id = create(m, &token, CONFIG).await;
     let start = agent.next_start().await;
     let env = &start.env;
@@ -267,7 +270,7 @@ pub async fn single_trial_runs_to_completion(m: &TestMaster) {
     let trial = m.get(&format!("/api/v1/trials/{trial_id}"), Some(&token)).await;
     assert_eq!(trial.body["trial"]["state"], "STATE_COMPLETED", "{}", trial.text);
     let logs = m.store.task_logs(&start.task_id, &Default::default()).await.unwrap();
-    assert_eq!(logs.len(), 1);
+    assert_eq!(logs.len(), 1, "{:?}", logs.iter().map(|l| &l.log).collect::<Vec<_>>());
     assert_eq!(logs[0].log, "training\n");
     assert_eq!(logs[0].agent_id.as_deref(), Some("agent-1"));
 }
