@@ -92,10 +92,17 @@ struct TournamentState {
     trial_brackets: BTreeMap<RequestId, usize>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct TournamentSnapshot {
     trial_brackets: BTreeMap<RequestId, usize>,
     brackets: Vec<Value>,
+}
+
+/// [`TournamentSnapshot`]'s layout, borrowed and with the brackets' states already written.
+#[derive(Serialize)]
+struct TournamentSnapshotRef<'a> {
+    trial_brackets: &'a BTreeMap<RequestId, usize>,
+    brackets: Vec<Box<serde_json::value::RawValue>>,
 }
 
 impl Tournament {
@@ -172,9 +179,9 @@ impl SearchMethod for Tournament {
         self.brackets.iter().flat_map(|b| b.rung_counts()).collect()
     }
 
-    fn snapshot(&self) -> Value {
-        to_json(&TournamentSnapshot {
-            trial_brackets: self.state.trial_brackets.clone(),
+    fn snapshot(&self) -> Box<serde_json::value::RawValue> {
+        to_json(&TournamentSnapshotRef {
+            trial_brackets: &self.state.trial_brackets,
             brackets: self.brackets.iter().map(|b| b.snapshot()).collect(),
         })
     }

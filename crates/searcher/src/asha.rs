@@ -186,7 +186,7 @@ impl SearchMethod for StoppingBracket {
         vec![self.state.rungs.iter().map(Vec::len).collect()]
     }
 
-    fn snapshot(&self) -> Value {
+    fn snapshot(&self) -> Box<serde_json::value::RawValue> {
         to_json(&self.state)
     }
 

@@ -200,7 +200,7 @@ impl SearchMethod for GridSearch {
         done / self.grid.len() as f64
     }
 
-    fn snapshot(&self) -> Value {
+    fn snapshot(&self) -> Box<serde_json::value::RawValue> {
         to_json(&self.state)
     }
 

@@ -186,7 +186,7 @@ impl SearchMethod for PbtSearch {
                 .is_some_and(|m| !m.exited && m.reported_through() > self.state.round && m.reported_through() < self.num_rounds)
     }
 
-    fn snapshot(&self) -> Value {
+    fn snapshot(&self) -> Box<serde_json::value::RawValue> {
         to_json(&self.state)
     }
 

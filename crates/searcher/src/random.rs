@@ -60,7 +60,7 @@ impl SearchMethod for RandomSearch {
         done / self.max_trials as f64
     }
 
-    fn snapshot(&self) -> Value {
+    fn snapshot(&self) -> Box<serde_json::value::RawValue> {
         to_json(&self.state)
     }
 

@@ -9,7 +9,7 @@ use crate::adaptive::{Tournament, adaptive_brackets, async_halving_bracket};
 use crate::config::{MethodConfig, SearcherConfig};
 use crate::error::{SearcherError, SearcherResult};
 use crate::grid::{Grid, GridSearch};
-use crate::method::{Context, Ending, SearchMethod, TrialRecord, Trials, to_json};
+use crate::method::{Context, Ending, SearchMethod, TrialRecord, Trials};
 use crate::ops::{Event, ExitReason, Operation, RequestId};
 use crate::pbt::PbtSearch;
 use crate::random::RandomSearch;
@@ -65,7 +65,7 @@ struct SnapshotRef<'a> {
     method: &'a str,
     rng: RngSnapshot,
     searcher: &'a CommonState,
-    method_state: Value,
+    method_state: Box<serde_json::value::RawValue>,
 }
 
 /// Where a trial stands, for display.
@@ -151,15 +151,23 @@ impl Searcher {
         Ok(searcher)
     }
 
-    /// Everything needed to resume: take it after each batch of events and store it.
-    pub fn snapshot(&self) -> Value {
-        to_json(&SnapshotRef {
+    /// Everything needed to resume, as JSON text: take it after each batch of events and store
+    /// it. Written straight from the state (no `Value` tree): a 1,000-trial search's snapshot is
+    /// taken once per batch, and building the tree first was a fifth of the master's CPU.
+    pub fn snapshot_json(&self) -> String {
+        serde_json::to_string(&SnapshotRef {
             format: SNAPSHOT_FORMAT,
             method: self.config.method.name(),
             rng: self.rng.snapshot(),
             searcher: &self.state,
             method_state: self.method.snapshot(),
         })
+        .expect("searcher state serialises to JSON")
+    }
+
+    /// [`Searcher::snapshot_json`] parsed, for [`Searcher::restore`] and comparisons.
+    pub fn snapshot(&self) -> Value {
+        serde_json::from_str(&self.snapshot_json()).expect("a snapshot parses")
     }
 
     pub fn config(&self) -> &SearcherConfig {

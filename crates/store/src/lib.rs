@@ -179,7 +179,8 @@ pub trait Store: WebhookStore + ClusterStore + AgentControlStore + JobQueueStore
     async fn set_experiment_archived(&self, id: i32, archived: bool) -> StoreResult<()>;
     async fn set_experiment_labels(&self, id: i32, labels: &[String]) -> StoreResult<()>;
     async fn patch_experiment(&self, id: i32, patch: &ExperimentPatch) -> StoreResult<ExperimentRecord>;
-    async fn save_searcher_snapshot(&self, id: i32, snapshot: &Value) -> StoreResult<()>;
+    /// Stores the searcher's snapshot, given as JSON text (`Searcher::snapshot_json`).
+    async fn save_searcher_snapshot(&self, id: i32, snapshot: &str) -> StoreResult<()>;
     /// The last saved searcher snapshot, if any.
     async fn searcher_snapshot(&self, id: i32) -> StoreResult<Option<Value>>;
     async fn set_experiment_progress(&self, id: i32, progress: Option<f64>) -> StoreResult<()>;

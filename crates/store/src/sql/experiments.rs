@@ -225,7 +225,7 @@ impl SqlStore {
         reject_nul_labels(labels)?;
         let text = labels_text(labels);
         let done = on_pool!(self, pool => {
-            sqlx::query("UPDATE experiments SET labels = $2 WHERE id = $1").bind(id).bind(&text).execute(pool).await?.rows_affected()
+            sqlx::query("UPDATE experiments SET labels = $2 WHERE id = $1").bind(id).bind(text).execute(pool).await?.rows_affected()
         });
         expect_row(done, "experiment", id)
     }
@@ -253,10 +253,9 @@ impl SqlStore {
         self.experiment_by_id_impl(id).await
     }
 
-    pub(crate) async fn save_searcher_snapshot_impl(&self, id: i32, snapshot: &Value) -> StoreResult<()> {
-        let text = snapshot.to_string();
+    pub(crate) async fn save_searcher_snapshot_impl(&self, id: i32, text: &str) -> StoreResult<()> {
         let done = on_pool!(self, pool => {
-            sqlx::query("UPDATE experiments SET searcher_snapshot = $2 WHERE id = $1").bind(id).bind(&text).execute(pool).await?.rows_affected()
+            sqlx::query("UPDATE experiments SET searcher_snapshot = $2 WHERE id = $1").bind(id).bind(text).execute(pool).await?.rows_affected()
         });
         expect_row(done, "experiment", id)
     }

@@ -202,7 +202,7 @@ impl Store for SqlStore {
         self.patch_experiment_impl(id, patch).await
     }
 
-    async fn save_searcher_snapshot(&self, id: i32, snapshot: &Value) -> StoreResult<()> {
+    async fn save_searcher_snapshot(&self, id: i32, snapshot: &str) -> StoreResult<()> {
         self.save_searcher_snapshot_impl(id, snapshot).await
     }
 

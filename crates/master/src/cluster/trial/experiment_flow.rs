@@ -217,7 +217,7 @@ impl Orchestrator {
         }
         exp.snapshot_dirty = false;
         let progress = exp.progress_to_store();
-        self.store.save_searcher_snapshot(experiment_id, &exp.searcher.snapshot()).await?;
+        self.store.save_searcher_snapshot(experiment_id, &exp.searcher.snapshot_json()).await?;
         if let Some(progress) = progress {
             self.store.set_experiment_progress(experiment_id, Some(progress)).await?;
         }
