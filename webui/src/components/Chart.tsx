@@ -16,6 +16,11 @@ export interface Line {
 
 const PALETTE = ["#355fd6", "#e4572e", "#17a398", "#f3a712", "#8e44ad", "#2e86ab", "#c0392b", "#27ae60", "#d35400", "#7f8c8d"];
 
+/** Past this many lines a chart draws them thin (1 px lines rasterise as hairlines, several times
+ *  faster than wider strokes: 500 trials' curves otherwise take most of a second to paint), without
+ *  a legend and without one cursor point per line. */
+const MANY_LINES = 30;
+
 export function color(i: number): string {
   return PALETTE[i % PALETTE.length]!;
 }
@@ -51,6 +56,8 @@ export function Chart(props: {
   const chart = useRef<uPlot | null>(null);
   /** The user zoomed in (drag): live data updates keep that range instead of rescaling. */
   const zoomed = useRef(false);
+  /** The lines the chart holds (set by the constructor or setData). */
+  const drawn = useRef<Line[] | null>(null);
   // The chart is rebuilt only when its shape changes (series, axes, scale); new points of the same
   // series go through setData, so a live chart keeps its zoom and does not flicker.
   const shape = [props.lines.map((l) => l.label + (l.dashed ? "~" : "")).join("\u0000"), props.logScale, props.time, props.xLabel, props.yLabel, props.height].join("|");
@@ -59,6 +66,7 @@ export function Chart(props: {
     const el = box.current;
     if (!el) return;
     zoomed.current = false;
+    const many = props.lines.length > MANY_LINES;
     const height = props.height ?? 320;
     const opts: uPlot.Options = {
       width: Math.max(320, el.clientWidth),
@@ -68,13 +76,14 @@ export function Chart(props: {
         { label: props.xLabel, stroke: "#5b6472", grid: { stroke: "#eef0f3" } },
         { label: props.yLabel, stroke: "#5b6472", grid: { stroke: "#eef0f3" }, size: 64 },
       ],
-      // Past 30 lines the legend would push the chart off screen; the hover line names the trial.
-      legend: { live: true, show: props.lines.length <= 30 },
-      cursor: { drag: { x: true, y: false }, focus: { prox: 24 } },
+      // Past MANY_LINES lines the legend would push the chart off screen and one cursor point per
+      // line would be as many DOM elements; the hover line names the trial, the focus dims the rest.
+      legend: { live: true, show: !many },
+      cursor: { drag: { x: true, y: false }, focus: { prox: 24 }, points: { show: !many } },
       focus: { alpha: 0.35 },
       series: [
         { label: props.xLabel },
-        ...props.lines.map((l, i) => ({ label: l.label, stroke: color(i), width: 1.6, spanGaps: true, points: { size: 4 }, dash: l.dashed ? [6, 4] : undefined })),
+        ...props.lines.map((l, i) => ({ label: l.label, stroke: color(i), width: many ? 1 : 1.6, spanGaps: true, points: many ? { show: false } : { size: 4 }, dash: l.dashed ? [6, 4] : undefined })),
       ],
       hooks: {
         setSelect: [(u) => { if (u.select.width > 0) zoomed.current = true; }],
@@ -83,6 +92,7 @@ export function Chart(props: {
     };
     const u = new uPlot(opts, align(props.lines), el);
     chart.current = u;
+    drawn.current = props.lines;
     // uPlot resets the zoom on double-click.
     const unzoom = () => { zoomed.current = false; };
     u.over.addEventListener("dblclick", unzoom);
@@ -100,7 +110,9 @@ export function Chart(props: {
     const el = box.current;
     const u = chart.current;
     if (!el || !u) return;
-    u.setData(align(props.lines), !zoomed.current);
+    // A chart just built drew these lines already: drawing them twice doubles the first paint.
+    if (drawn.current !== props.lines) u.setData(align(props.lines), !zoomed.current);
+    drawn.current = props.lines;
     el.dataset.points = String(props.lines.reduce((n, l) => n + l.xs.length, 0));
     el.dataset.series = String(props.lines.length);
     performance.mark("chart-data-set"); // for webui/e2e/bench.mjs's breakdown
