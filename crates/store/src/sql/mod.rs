@@ -35,6 +35,7 @@ mod run_filter;
 mod runs;
 mod sessions;
 mod sqlite_checkpoint;
+mod sqlite_idle_release;
 mod sqlite_metrics;
 mod sqlite_worker_hook;
 mod state_counts;

@@ -15,15 +15,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use chrono::SecondsFormat;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::metric_batch::{LockedTrial, RowWrite, TrialTotals, admit, backfills, body_text, plan_rows, rollbacks};
 use super::sqlite_checkpoint::Checkpointer;
+use super::sqlite_idle_release::{IdleRelease, RELEASE_AFTER};
 use super::summary_cache::SummaryCache;
 use crate::error::{StoreError, StoreResult};
 use crate::model_metrics::{CurrentMetricReport, MetricAdmission, NewMetricReport};
@@ -65,7 +67,7 @@ struct Envelope {
 
 /// The store's handle on the writer thread; the thread ends when this is dropped.
 pub(crate) struct SqliteMetricsWriter {
-    jobs: mpsc::UnboundedSender<Envelope>,
+    jobs: mpsc::Sender<Envelope>,
     _checkpointer: Checkpointer,
 }
 
@@ -81,7 +83,7 @@ impl SqliteMetricsWriter {
         conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT_BYTES)?;
         conn.set_prepared_statement_cache_capacity(32);
         rusqlite::vtab::array::load_module(&conn)?;
-        let (jobs, receiver) = mpsc::unbounded_channel();
+        let (jobs, receiver) = mpsc::channel();
         std::thread::Builder::new()
             .name("sqlite-metrics".into())
             .spawn(move || run(conn, receiver))
@@ -106,15 +108,27 @@ impl SqliteMetricsWriter {
 }
 
 /// The next job, waiting for it when there is none; the thread's idle hook runs before it waits.
-fn next_job<T>(jobs: &mut mpsc::UnboundedReceiver<T>) -> Option<T> {
+/// Should the wait outlast `idle`'s limit, `release` gives the connection's caches back
+/// (`sqlite_idle_release`) and the hook runs again, to return what that freed.
+fn next_job<T>(jobs: &mpsc::Receiver<T>, idle: &mut IdleRelease, release: impl FnOnce()) -> Option<T> {
     match jobs.try_recv() {
-        Ok(job) => Some(job),
-        Err(mpsc::error::TryRecvError::Empty) => {
-            crate::idle_hook::thread_idle();
-            jobs.blocking_recv()
-        }
-        Err(mpsc::error::TryRecvError::Disconnected) => None,
+        Ok(job) => return Some(job),
+        Err(TryRecvError::Disconnected) => return None,
+        Err(TryRecvError::Empty) => {}
     }
+    crate::idle_hook::thread_idle();
+    if let Some(limit) = idle.wait_limit(Instant::now()) {
+        match jobs.recv_timeout(limit) {
+            Ok(job) => return Some(job),
+            Err(RecvTimeoutError::Disconnected) => return None,
+            Err(RecvTimeoutError::Timeout) => {
+                release();
+                idle.released();
+                crate::idle_hook::thread_idle();
+            }
+        }
+    }
+    jobs.recv().ok()
 }
 
 /// The most reports one merged transaction takes (see [`run`]).
@@ -123,10 +137,15 @@ const MAX_MERGED_REPORTS: usize = 4096;
 /// Runs jobs in order. Write jobs queued while the thread was busy are merged into one
 /// transaction: the thread goes straight from one commit to the next without waiting for its
 /// caller to send more, and a commit's fixed cost is shared by more reports.
-fn run(mut conn: Connection, mut jobs: mpsc::UnboundedReceiver<Envelope>) {
+fn run(mut conn: Connection, jobs: mpsc::Receiver<Envelope>) {
     let mut next: Option<Envelope> = None;
+    let mut idle = IdleRelease::new(RELEASE_AFTER);
     loop {
-        let Some(Envelope { summaries, job }) = next.take().or_else(|| next_job(&mut jobs)) else { return };
+        let Some(Envelope { summaries, job }) =
+            next.take().or_else(|| next_job(&jobs, &mut idle, || super::sqlite_idle_release::release(&conn)))
+        else {
+            return;
+        };
         // The caller may have gone away; what committed stays committed.
         match job {
             Job::Write { mut reports, reply } => {
@@ -145,9 +164,14 @@ fn run(mut conn: Connection, mut jobs: mpsc::UnboundedReceiver<Envelope>) {
                     }
                 }
                 write_merged(&mut conn, &summaries, &reports, replies);
+                idle.used();
             }
             Job::Flush { force, reply } => {
-                let _ = reply.send(flush(&mut conn, &summaries, force));
+                let (written, touched) = flush(&mut conn, &summaries, force);
+                if touched {
+                    idle.used();
+                }
+                let _ = reply.send(written);
             }
         }
     }
@@ -178,11 +202,12 @@ fn write_merged(
     }
 }
 
-/// Writes the rows of trials that stopped reporting (see `summary_cache`).
-fn flush(conn: &mut Connection, summaries: &SummaryCache, force: bool) -> StoreResult<u64> {
+/// Writes the rows of trials that stopped reporting (see `summary_cache`); says whether it used
+/// the connection (most ticks find nothing due).
+fn flush(conn: &mut Connection, summaries: &SummaryCache, force: bool) -> (StoreResult<u64>, bool) {
     let due = summaries.due(Instant::now(), force);
     if due.is_empty() {
-        return Ok(0);
+        return (Ok(0), false);
     }
     let ids: Vec<i32> = due.iter().map(|d| d.trial_id).collect();
     let written = (|| {
@@ -197,7 +222,7 @@ fn flush(conn: &mut Connection, summaries: &SummaryCache, force: bool) -> StoreR
         tx.commit()?;
         Ok::<_, StoreError>(written)
     })();
-    match written {
+    let result = match written {
         Ok(written) => {
             let now = Instant::now();
             let count = written.iter().filter(|w| **w).count() as u64;
@@ -210,7 +235,8 @@ fn flush(conn: &mut Connection, summaries: &SummaryCache, force: bool) -> StoreR
             summaries.release(ids);
             Err(e)
         }
-    }
+    };
+    (result, true)
 }
 
 /// One transaction for the batch, with the sqlx path's rules: lock (read) the trials, check the
@@ -337,34 +363,74 @@ fn write_batch(conn: &mut Connection, summaries: &SummaryCache, batch: &[Current
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
     use std::time::{Duration, Instant};
 
-    use tokio::sync::mpsc;
-
     use super::next_job;
+    use crate::sql::sqlite_idle_release::IdleRelease;
 
+    /// The hook's runs on the test's own thread (other tests' store threads run it too).
     static IDLE_CALLS: AtomicUsize = AtomicUsize::new(0);
 
-    #[test]
-    fn the_writer_runs_its_idle_hook_only_before_it_waits() {
-        crate::idle_hook::set_thread_idle_hook(|| {
-            IDLE_CALLS.fetch_add(1, Ordering::SeqCst);
-        });
-        let (jobs, mut receiver) = mpsc::unbounded_channel();
-        jobs.send(1).unwrap();
-        assert_eq!(next_job(&mut receiver), Some(1));
-        assert_eq!(IDLE_CALLS.load(Ordering::SeqCst), 0, "a queued job is taken without going idle");
+    thread_local! {
+        static COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
 
-        let sender = std::thread::spawn(move || {
+    /// Sends `job` once the thread's idle hook has run `calls` times in all.
+    fn send_after_idle(jobs: mpsc::Sender<u32>, calls: usize, job: u32) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(10);
-            while IDLE_CALLS.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+            while IDLE_CALLS.load(Ordering::SeqCst) < calls && Instant::now() < deadline {
                 std::thread::yield_now();
             }
-            jobs.send(2).unwrap();
+            jobs.send(job).unwrap();
+        })
+    }
+
+    // One test: the hook and its count are the process's.
+    #[test]
+    fn the_writer_goes_idle_before_it_waits_and_gives_its_caches_back_after_a_spell() {
+        crate::idle_hook::set_thread_idle_hook(|| {
+            if COUNTED.get() {
+                IDLE_CALLS.fetch_add(1, Ordering::SeqCst);
+            }
         });
-        assert_eq!(next_job(&mut receiver), Some(2));
+        COUNTED.set(true);
+        let releases = AtomicUsize::new(0);
+        let release = || {
+            releases.fetch_add(1, Ordering::SeqCst);
+        };
+        let mut idle = IdleRelease::new(Duration::from_millis(200));
+        let (jobs, receiver) = mpsc::channel();
+        jobs.send(1).unwrap();
+        assert_eq!(next_job(&receiver, &mut idle, release), Some(1));
+        assert_eq!(IDLE_CALLS.load(Ordering::SeqCst), 0, "a queued job is taken without going idle");
+
+        let sender = send_after_idle(jobs.clone(), 1, 2);
+        assert_eq!(next_job(&receiver, &mut idle, release), Some(2));
         assert_eq!(IDLE_CALLS.load(Ordering::SeqCst), 1, "the hook ran once, before waiting");
+        assert_eq!(releases.load(Ordering::SeqCst), 0, "nothing used: nothing to give back");
         sender.join().unwrap();
-        assert_eq!(next_job(&mut receiver), None, "a closed queue ends the thread");
+
+        // Used, then a job within the limit: no release.
+        idle.used();
+        let sender = send_after_idle(jobs.clone(), 2, 3);
+        assert_eq!(next_job(&receiver, &mut idle, release), Some(3));
+        sender.join().unwrap();
+        assert_eq!(releases.load(Ordering::SeqCst), 0, "a job came before the limit");
+
+        // Used, then idle past the limit: released once, the hook runs again after it.
+        idle.used();
+        let sender = send_after_idle(jobs.clone(), 4, 4);
+        let started = Instant::now();
+        assert_eq!(next_job(&receiver, &mut idle, release), Some(4));
+        sender.join().unwrap();
+        assert_eq!(releases.load(Ordering::SeqCst), 1, "given back once after the limit");
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        assert_eq!(IDLE_CALLS.load(Ordering::SeqCst), 4, "the hook ran before waiting and after the release");
+
+        drop(jobs);
+        assert_eq!(next_job(&receiver, &mut idle, release), None, "a closed queue ends the thread");
+        assert_eq!(releases.load(Ordering::SeqCst), 1, "released until used again");
     }
 }
