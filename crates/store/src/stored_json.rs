@@ -31,6 +31,11 @@ impl StoredJson {
         self.raw.clone()
     }
 
+    /// The stored text, moved out to embed in an answer unchanged.
+    pub fn into_raw(self) -> Box<RawValue> {
+        self.raw
+    }
+
     /// The parsed document (parsing it now if nothing has yet).
     pub fn value(&self) -> &Value {
         // Valid JSON by construction; the parser's nesting limit is the same as the validator's.

@@ -18,8 +18,7 @@ fn text(value: &Value) -> String {
 }
 
 pub fn experiment(view: ExperimentView) -> Experiment {
-    let ExperimentView { record: r, project, num_trials, trial_ids, checkpoints, best_validation, external_id } = view;
-    let summary = crate::services::ConfigSummary::of(&r.config);
+    let ExperimentView { record: r, project, num_trials, trial_ids, checkpoints, best_validation, external_id, summary } = view;
     let text_of = |v: &Option<Value>| v.as_ref().map(text).unwrap_or_default();
     Experiment {
         id: r.id,
@@ -57,7 +56,7 @@ pub fn experiment(view: ExperimentView) -> Experiment {
         unmanaged: r.unmanaged,
         external_experiment_id: external_id,
         model_definition_size: None,
-        config: resolute_api::raw_json::RawJson(r.config.to_raw()),
+        config: resolute_api::raw_json::RawJson(r.config.into_raw()),
     }
 }
 

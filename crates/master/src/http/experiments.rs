@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::experiment_wire as wire;
 use super::extract::{JsonBody, QueryParams};
+use super::sized_json::SizedJson;
 use crate::domain::experiment_state::ExperimentAction;
 use crate::error::{ApiError, ApiResult};
 use crate::services::checkpoint_edits::{self, GcPolicyChange};
@@ -125,7 +126,7 @@ pub async fn list(
     State(state): State<AppState>,
     _caller: Principal,
     QueryParams(q): QueryParams<GetExperimentsQuery>,
-) -> ApiResult<Json<GetExperimentsResponse>> {
+) -> ApiResult<SizedJson<GetExperimentsResponse>> {
     let id_filter_used = q.experiment_id_lt.is_some()
         || q.experiment_id_lte.is_some()
         || q.experiment_id_gt.is_some()
@@ -166,7 +167,11 @@ pub async fn list(
         })
         .await?;
     let pagination = wire::pagination(offset, limit, &page);
-    Ok(Json(GetExperimentsResponse { experiments: page.items.into_iter().map(wire::experiment).collect(), pagination }))
+    // The stored texts are copied into the answer as they are (`originalConfig` escaped: a little
+    // longer); the other fields of a row take well under 1 KB.
+    let capacity = page.items.iter().map(|v| v.record.config.raw().get().len() + v.record.original_config.len() * 9 / 8 + 1024).sum();
+    let value = GetExperimentsResponse { experiments: page.items.into_iter().map(wire::experiment).collect(), pagination };
+    Ok(SizedJson { value, capacity })
 }
 
 #[utoipa::path(get, path = "/api/v1/experiments/{experimentId}", tag = "Experiments", params(("experimentId" = i32, Path)),

@@ -41,6 +41,7 @@ mod runtime_auth;
 mod runtime_checkpoints;
 mod runtime_trials;
 mod searcher_state;
+mod sized_json;
 mod tasks;
 mod templates;
 mod trial_metrics;

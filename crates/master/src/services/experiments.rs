@@ -81,6 +81,8 @@ pub struct ExperimentView {
     pub best_validation: Option<BestValidation>,
     /// An unmanaged experiment's external id; single reads only.
     pub external_id: Option<String>,
+    /// The config's fields a row shows, read once from the stored text.
+    pub summary: ConfigSummary,
 }
 
 /// `GET /api/v1/experiments` after parsing.
@@ -380,11 +382,14 @@ impl ExperimentService {
         let page = self.store.list_experiments(&filter).await?;
         let (start, end) = experiments_window(q.offset, limit, page.total);
         // The page's best validations in one read, as a describe shows them.
+        // Each row's config is read once here; the wire form reuses it.
+        let summaries: Vec<ConfigSummary> = page.experiments.iter().map(|r| ConfigSummary::of(&r.config)).collect();
         let directions: Vec<(i32, bool)> = page
             .experiments
             .iter()
-            .filter(|r| r.num_trials > 0)
-            .filter_map(|r| match ConfigSummary::of(&r.config).searcher_metric() {
+            .zip(&summaries)
+            .filter(|(r, _)| r.num_trials > 0)
+            .filter_map(|(r, summary)| match summary.searcher_metric() {
                 (Some(_), smaller_is_better) => Some((r.id, smaller_is_better)),
                 _ => None,
             })
@@ -398,7 +403,7 @@ impl ExperimentService {
             .collect();
         let mut projects: HashMap<i32, ProjectRecord> = HashMap::new();
         let mut items = Vec::with_capacity(page.experiments.len());
-        for record in page.experiments {
+        for (record, summary) in page.experiments.into_iter().zip(summaries) {
             let project = match projects.get(&record.project_id) {
                 Some(p) => p.clone(),
                 None => {
@@ -416,6 +421,7 @@ impl ExperimentService {
                 checkpoints: (0, 0),
                 best_validation: best.remove(&record_id),
                 external_id: None,
+                summary,
             });
         }
         Ok(ListPage { items, total: page.total, start, end })
@@ -453,7 +459,17 @@ impl ExperimentService {
         };
         // Only an unmanaged experiment can have one: managed reads cost no extra query.
         let external_id = if record.unmanaged { self.store.experiment_external_id(record.id).await? } else { None };
-        Ok(ExperimentView { num_trials: trial_ids.len() as i64, record, project, trial_ids, checkpoints, best_validation, external_id })
+        let summary = ConfigSummary::of(&record.config);
+        Ok(ExperimentView {
+            num_trials: trial_ids.len() as i64,
+            record,
+            project,
+            trial_ids,
+            checkpoints,
+            best_validation,
+            external_id,
+            summary,
+        })
     }
 }
 
@@ -472,7 +488,7 @@ impl ExperimentService {
 /// The stored config's `searcher.metric` and `searcher.smaller_is_better` (default true).
 /// The few fields of a stored experiment configuration that a list row shows, read from the
 /// stored text without building the whole document (`StoredJson::read`).
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Clone, Debug, Default, serde::Deserialize)]
 pub struct ConfigSummary {
     #[serde(default)]
     pub searcher: SearcherSummary,
@@ -482,7 +498,7 @@ pub struct ConfigSummary {
     pub hyperparameters: Option<Box<serde_json::value::RawValue>>,
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Clone, Debug, Default, serde::Deserialize)]
 pub struct SearcherSummary {
     #[serde(default)]
     pub name: Option<Value>,
@@ -492,7 +508,7 @@ pub struct SearcherSummary {
     pub smaller_is_better: Option<Value>,
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Clone, Debug, Default, serde::Deserialize)]
 pub struct ResourcesSummary {
     #[serde(default)]
     pub resource_pool: Option<Value>,
