@@ -169,3 +169,43 @@ def test_experiment_set_priority_and_max_slots(one_slot: Master, tmp_path: Path)
         assert "resources.priority" in out, out
     finally:
         det.ok("cmd", "kill", blocker)
+
+
+def test_the_queue_order_survives_a_master_killed_with_sigkill(tmp_path: Path, isolated_client_config: Path) -> None:
+    """Reordered jobs keep their places across `kill -9` of the master: the queue the upstream
+    CLI lists after the restart is the one before it, and the trials start in that order."""
+    master = Master(tmp_path / "master", config_yaml="agent_reattach_wait: 120\n")
+    agent = Agent(master, tmp_path / "agent", slots=1)
+    det = DetCli(master.url, isolated_client_config)
+    try:
+        agent.wait_registered(master)
+        det.login("determined")
+        order = tmp_path / "order.txt"
+        blocker = det.ok("cmd", "run", "-d", "sleep 600").strip()
+        wait_for("the blocker to run", lambda: "RUNNING" in det.ok("cmd", "describe", blocker), timeout=60)
+        for name in ["x", "y", "z"]:
+            experiment(det, tmp_path, name, order)
+        wait_for("three experiments queued", lambda: len(queue(master)) == 4 or None, timeout=30)
+        # y raised by priority; z moved ahead of x (same priority): y, z, x, unlike creation order.
+        det.ok("job", "update-batch", f"{job_of(master, 'y')['jobId']}.priority=5")
+        x, z = job_of(master, "x")["jobId"], job_of(master, "z")["jobId"]
+        bindings.post_UpdateJobQueue(session(master), body=bindings.v1UpdateJobQueueRequest(updates=[bindings.v1QueueControl(jobId=z, aheadOf=x)]))
+        # (The running command holds its own place among them; only the experiments are compared here.)
+        wait_for("the queue reordered", lambda: [n for n in names(master) if n in {"x", "y", "z"}] == ["y", "z", "x"] or None, timeout=30)
+        before = [(j["name"], j["jobId"], j["priority"]) for j in queue(master)]
+
+        master.proc.kill()
+        master.proc.wait()
+        master.restart(same_port=True)
+        # The agent reconnects by itself and its command is reattached, still holding the slot.
+        wait_for("the blocker reattached", lambda: "RUNNING" in det.ok("cmd", "describe", blocker), timeout=120)
+        wait_for("the queue back", lambda: len(queue(master)) == 4 or None, timeout=60)
+        after = [(j["name"], j["jobId"], j["priority"]) for j in queue(master)]
+        assert after == before, f"queue before the kill {before}, after {after}"
+
+        det.ok("cmd", "kill", blocker)
+        wait_for("all three trials ran", lambda: order.exists() and len(order.read_text().split()) == 3 or None, timeout=180)
+        assert order.read_text().split() == ["y", "z", "x"], "trials started in the restored queue order"
+    finally:
+        agent.stop()
+        master.close()
