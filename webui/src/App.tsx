@@ -6,7 +6,7 @@
 // `/api/v1/me` is still in flight: a signed-out visit ends on /login either way (the page's own
 // requests answer 401 too).
 
-import { useEffect, useLayoutEffect, useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, forgetConditional, onUnauthenticated } from "./api";
 import { ErrorBanner, NotFound, Spinner } from "./components/ui";
 import { lazy } from "./lazy";
@@ -38,8 +38,7 @@ export function App() {
   const [bootError, setBootError] = useState<ApiError | null>(null);
   const [attempt, setAttempt] = useState(0);
 
-  // A layout effect: /api/v1/me starts with the first render, not after the first paint.
-  useLayoutEffect(() => {
+  useEffect(() => {
     api
       .me()
       .then((u) => setUser(u))

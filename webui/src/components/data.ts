@@ -6,10 +6,9 @@
 // without forgetting the data (e.g. the experiment's state, so dependent lists fetch once more
 // after it ends and polling stops). A key's first value (undefined → the owner's state once the
 // owner loaded) is no change: the load already in flight is that fresh, and reloading then made
-// every dependent list load twice on first render. Requests start in layout effects, right after
-// the render that needs them, not after the next paint (a frame or more on a busy machine).
+// every dependent list load twice on first render.
 
-import { useCallback, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api";
 
 export interface Resource<T> {
@@ -40,15 +39,14 @@ export function useResource<T>(
     lastKey.current = opts.refreshKey;
   }
 
-  // A new identity (deps changed): forget the old object (before the load below starts: effects
-  // run in order).
-  useLayoutEffect(() => {
+  // A new identity (deps changed): forget the old object.
+  useEffect(() => {
     setData(undefined);
     setError(undefined);
     setLoading(true);
   }, deps);
 
-  useLayoutEffect(() => {
+  useEffect(() => {
     const ctrl = new AbortController();
     let timer: number | undefined;
     const run = async () => {
