@@ -1,7 +1,9 @@
 // Pages loaded on first visit: each page is its own chunk (a dynamic `import()`), so the entry
 // chunk holds only the shell and starts the page's chunk and `/api/v1/me` at once. `lazy(load)`
 // is a component that renders a spinner until its page's module arrived, then the page; a failed
-// load (network) shows the retry banner. A module is fetched once and shared by every use.
+// load (network) shows the retry banner. A module is fetched once and shared by every use. The
+// fetch starts on the first render, not in the effect (effects run after the next paint, a frame
+// or more later on a busy machine); the effect only waits for that same fetch.
 
 import type { ComponentType } from "preact";
 import { useEffect, useState } from "preact/hooks";
@@ -24,6 +26,7 @@ export function lazy<P extends object>(load: () => Promise<ComponentType<P>>): C
     const [, setLoaded] = useState(0);
     const [error, setError] = useState<ApiError | null>(null);
     const [attempt, setAttempt] = useState(0);
+    if (!loaded && !error) void start().catch(() => undefined);
     useEffect(() => {
       if (loaded) return;
       let live = true;

@@ -64,7 +64,7 @@ pub use model_registry::{
     NewModelVersion,
 };
 pub use model_runs::{RunColumn, RunDeletion, RunFilterExpr, RunFilterOp, RunFilterValue, RunPage, RunQuery, RunRecord, RunSortKey};
-pub use model_series::{MetricSeries, MetricSeriesBuilder, SeriesColumn};
+pub use model_series::{MetricSeries, MetricSeriesBuilder, Reported, SeriesColumn};
 pub use model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,

@@ -11,6 +11,28 @@ use serde_json::{Map, Number, Value};
 /// Integers up to this magnitude are exact in an `f64`; larger ones are kept as JSON.
 const EXACT_INT: i64 = 1 << 53;
 
+/// One reported metric value as the builder takes it: what a column stores as a number, or the
+/// exact JSON otherwise (a `u64` above `i64::MAX`, a string, a bool, null, an object...).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reported {
+    Int(i64),
+    Float(f64),
+    Other(Value),
+}
+
+impl Reported {
+    pub fn of(value: &Value) -> Reported {
+        match value {
+            Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+                (Some(i), _) => Reported::Int(i),
+                (None, Some(f)) if !n.is_u64() => Reported::Float(f),
+                _ => Reported::Other(value.clone()),
+            },
+            other => Reported::Other(other.clone()),
+        }
+    }
+}
+
 /// One metric's values, one per report of the series.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SeriesColumn {
@@ -25,25 +47,27 @@ pub struct SeriesColumn {
 
 impl SeriesColumn {
     fn push(&mut self, value: Option<&Value>) {
+        self.push_reported(value.map(Reported::of));
+    }
+
+    fn push_reported(&mut self, value: Option<Reported>) {
         let row = self.numbers.len();
         if row.is_multiple_of(64) {
             self.integers.push(0);
         }
         let number = match value {
             None => f64::NAN,
-            Some(Value::Number(n)) => match (n.as_i64(), n.as_f64()) {
-                (Some(i), _) if (-EXACT_INT..=EXACT_INT).contains(&i) => {
-                    self.integers[row / 64] |= 1 << (row % 64);
-                    i as f64
-                }
-                (None, Some(f)) if !n.is_u64() => f,
-                _ => {
-                    self.others.insert(row as u32, Value::Number(n.clone()));
-                    f64::NAN
-                }
-            },
-            Some(other) => {
-                self.others.insert(row as u32, other.clone());
+            Some(Reported::Int(i)) if (-EXACT_INT..=EXACT_INT).contains(&i) => {
+                self.integers[row / 64] |= 1 << (row % 64);
+                i as f64
+            }
+            Some(Reported::Float(f)) => f,
+            Some(Reported::Int(i)) => {
+                self.others.insert(row as u32, Value::from(i));
+                f64::NAN
+            }
+            Some(Reported::Other(other)) => {
+                self.others.insert(row as u32, other);
                 f64::NAN
             }
         };
@@ -128,33 +152,71 @@ pub struct MetricSeriesBuilder {
     by_name: std::collections::HashMap<String, usize>,
     /// Scratch: which columns the current report filled.
     filled: Vec<bool>,
+    /// The columns in the order the last reports named them, and the current report's place in it.
+    order: Vec<usize>,
+    next: usize,
 }
 
 impl MetricSeriesBuilder {
     /// Appends one report (its `avgMetrics`).
     pub fn push(&mut self, steps: i64, time: DateTime<Utc>, avg_metrics: &Map<String, Value>) {
-        let row = self.series.steps.len();
-        self.series.steps.push(steps);
-        self.series.times.push(time.timestamp_micros());
-        self.filled.iter_mut().for_each(|f| *f = false);
+        self.start_report(steps, time.timestamp_micros());
         for (name, value) in avg_metrics {
-            let column = match self.by_name.get(name) {
-                Some(&c) => c,
-                None => {
-                    let mut column = SeriesColumn::default();
-                    for _ in 0..row {
-                        column.push(None);
-                    }
-                    self.series.columns.push(column);
-                    self.series.names.push(name.clone());
-                    self.filled.push(false);
-                    self.by_name.insert(name.clone(), self.series.columns.len() - 1);
-                    self.series.columns.len() - 1
-                }
-            };
-            self.series.columns[column].push(Some(value));
-            self.filled[column] = true;
+            self.metric(name, Reported::of(value));
         }
+        self.end_report();
+    }
+
+    /// Starts a report; its metrics follow through [`Self::metric`], then [`Self::end_report`].
+    pub fn start_report(&mut self, steps: i64, time_micros: i64) {
+        self.series.steps.push(steps);
+        self.series.times.push(time_micros);
+        self.filled.iter_mut().for_each(|f| *f = false);
+        self.next = 0;
+    }
+
+    /// One metric of the current report (a repeated name: the last value wins, as in a JSON map).
+    pub fn metric(&mut self, name: &str, value: Reported) {
+        // Reports of a series mostly name the same metrics in the same order: try the column
+        // after the last one filled before hashing the name.
+        let guess = self.order.get(self.next).copied().filter(|&c| self.series.names[c] == name);
+        let column = match guess.or_else(|| self.by_name.get(name).copied()) {
+            Some(c) => c,
+            None => {
+                let row = self.series.steps.len() - 1;
+                let mut column = SeriesColumn::default();
+                for _ in 0..row {
+                    column.push(None);
+                }
+                self.series.columns.push(column);
+                self.series.names.push(name.to_owned());
+                self.filled.push(false);
+                self.by_name.insert(name.to_owned(), self.series.columns.len() - 1);
+                self.series.columns.len() - 1
+            }
+        };
+        if self.order.get(self.next) != Some(&column) {
+            self.order.truncate(self.next);
+            self.order.push(column);
+        }
+        self.next += 1;
+        if self.filled[column] {
+            // Already filled in this report: replace its value.
+            let c = &mut self.series.columns[column];
+            let row = c.numbers.len() - 1;
+            c.numbers.pop();
+            c.others.remove(&(row as u32));
+            c.integers[row / 64] &= !(1 << (row % 64));
+            if row.is_multiple_of(64) {
+                c.integers.pop();
+            }
+        }
+        self.series.columns[column].push_reported(Some(value));
+        self.filled[column] = true;
+    }
+
+    /// Ends the current report: the metrics it did not name are absent from it.
+    pub fn end_report(&mut self) {
         for (column, filled) in self.series.columns.iter_mut().zip(&self.filled) {
             if !filled {
                 column.push(None);

@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
-use serde_json::Value;
+use sqlx::Row;
 
+use super::series_body::push_body;
 use super::{SqlStore, on_pool};
 use crate::error::{StoreError, StoreResult};
 use crate::model_series::{MetricSeries, MetricSeriesBuilder};
@@ -118,11 +119,10 @@ impl SqlStore {
         let mut builder = MetricSeriesBuilder::default();
         let mut decoded = 0u64;
         on_pool!(self, pool => {
-            let mut rows = sqlx::query_as::<_, (i64, DateTime<Utc>, String)>(LIVE_SERIES).bind(trial_id).bind(group).fetch(pool);
-            while let Some((steps, time, body)) = rows.try_next().await? {
-                let body: Value = serde_json::from_str(&body).map_err(|e| StoreError::corrupt("body", e))?;
-                let empty = serde_json::Map::new();
-                builder.push(steps, time, body.get("avgMetrics").and_then(Value::as_object).unwrap_or(&empty));
+            let mut rows = sqlx::query(LIVE_SERIES).bind(trial_id).bind(group).fetch(pool);
+            while let Some(row) = rows.try_next().await? {
+                let (steps, time, body): (i64, DateTime<Utc>, &str) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                push_body(&mut builder, steps, time.timestamp_micros(), body).map_err(|e| StoreError::corrupt("body", e))?;
                 decoded += 1;
             }
         });

@@ -24,6 +24,7 @@ mod log_group_commit;
 mod metric_batch;
 mod metric_repeats;
 mod metric_series;
+mod series_body;
 mod metrics;
 mod model_versions;
 mod models;

@@ -33,6 +33,9 @@ use crate::model_metrics::{CurrentMetricReport, MetricAdmission, NewMetricReport
 const LOCK_TRIALS: &str = "SELECT id, run_id, summary_metrics, total_batches, best_validation FROM trials WHERE id IN rarray(?1)";
 const LIVE_SESSIONS: &str = "SELECT s.id FROM allocation_sessions s JOIN allocations a ON a.allocation_id = s.allocation_id \
      WHERE a.end_time IS NULL AND s.id IN rarray(?1)";
+/// The stored live rows at one `(trial, group, steps)` (`metric_repeats`).
+const REPEAT_CANDIDATES: &str = "SELECT trial_id, trial_run_id, metric_group, steps_completed, body FROM metrics \
+     WHERE archived = FALSE AND trial_id = ?1 AND metric_group = ?2 AND steps_completed = ?3";
 const INSERT: &str =
     "INSERT INTO metrics (trial_id, trial_run_id, metric_group, steps_completed, report_time, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 const ARCHIVE: &str = "UPDATE metrics SET archived = TRUE WHERE archived = FALSE AND trial_id = ?1 AND metric_group = ?2 \
@@ -292,18 +295,15 @@ fn write_batch(conn: &mut Connection, summaries: &SummaryCache, batch: &[Current
     // Exactly once (`metric_repeats`): a retried report is not stored twice.
     let lookups = super::metric_repeats::lookups(&reports, &admissions);
     let mut stored = std::collections::HashSet::new();
-    for chunk in lookups.chunks(300) {
-        let sql = super::metric_repeats::candidates_sql(chunk.len(), |i| format!("?{i}"));
-        let mut values: Vec<SqlValue> = Vec::with_capacity(chunk.len() * 3);
-        for (trial_id, group, steps) in chunk {
-            values.push(SqlValue::Integer((*trial_id).into()));
-            values.push(SqlValue::Text((*group).to_owned()));
-            values.push(SqlValue::Integer(*steps));
-        }
-        let mut statement = tx.prepare_cached(&sql)?;
-        let mut rows = statement.query(rusqlite::params_from_iter(values))?;
-        while let Some(row) = rows.next()? {
-            stored.insert((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?));
+    {
+        // One cached statement run per triple (direct calls on this thread): a statement text
+        // per batch size would churn the connection's statement cache, and with it the heap.
+        let mut statement = tx.prepare_cached(REPEAT_CANDIDATES)?;
+        for (trial_id, group, steps) in &lookups {
+            let mut rows = statement.query(rusqlite::params![trial_id, group, steps])?;
+            while let Some(row) = rows.next()? {
+                stored.insert((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?));
+            }
         }
     }
     super::metric_repeats::mark_repeats(&reports, &mut admissions, stored)?;
