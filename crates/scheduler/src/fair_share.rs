@@ -5,25 +5,22 @@
 //! offered more (what it holds unpreemptibly excepted). Zero-slot requests are not shared: they start
 //! whenever an aux container is free. The offers themselves are `filling.rs`.
 
-use std::collections::HashMap;
-
 use crate::decisions::{Assignment, PassOutcome, WaitReason};
 use crate::filling::{self, Claim};
 use crate::fit::{self, Agents, Fitter};
 use crate::fit_cache::FitCache;
-use crate::ids::JobId;
-use crate::request::{DEFAULT_WEIGHT, Entry, JobGroup};
-use crate::state::PoolState;
+use crate::request::{DEFAULT_WEIGHT, Entry};
+use crate::state::{PoolState, Queued};
 
 pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let fitter = state.fitter();
     let mut view = state.agents_view();
     let mut outcome = PassOutcome::default();
-    let order = state.queue_order();
-    outcome.queued = order.iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
+    let order = state.queue();
+    outcome.queued = order.iter().filter(|q| !q.entry.state.is_scheduled()).map(|q| q.entry.id().clone()).collect();
     let mut cache = FitCache::default();
 
-    for entry in order.iter().filter(|e| e.is_zero_slot() && !e.state.is_scheduled()) {
+    for entry in order.iter().map(|q| q.entry).filter(|e| e.is_zero_slot() && !e.state.is_scheduled()) {
         start_or_wait(&fitter, &mut cache, &mut view, entry, &mut outcome);
     }
 
@@ -85,18 +82,19 @@ struct GroupShare<'a> {
     claim: Claim,
     /// The job's `max_slots`.
     max_slots: Option<u32>,
+    job: &'a crate::ids::JobId,
     pending: Vec<&'a Entry>,
     running: Vec<&'a Entry>,
 }
 
 /// Groups slot requests by job. Pending requests that can never fit the pool do not count as
 /// demand (they would waste offers); they wait with their reason.
-fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], outcome: &mut PassOutcome) -> Vec<GroupShare<'a>> {
+fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[Queued<'a>], outcome: &mut PassOutcome) -> Vec<GroupShare<'a>> {
     let mut groups: Vec<GroupShare<'a>> = Vec::new();
-    let mut index_of: HashMap<&JobId, usize> = HashMap::new();
     // Diagnosed against the pool as it is, which does not change here.
     let mut cache = FitCache::default();
-    for &entry in order.iter().filter(|e| !e.is_zero_slot()) {
+    for queued in order.iter().filter(|q| !q.entry.is_zero_slot()) {
+        let entry = queued.entry;
         let scheduled = entry.state.is_scheduled();
         if scheduled && !entry.is_active() {
             continue;
@@ -108,22 +106,13 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
                 continue;
             }
         }
-        let job = &entry.request.job_id;
-        // A job's requests are next to each other in fair share's queue (its key is the job's
-        // place, then the request's), so the last group is nearly always the one.
-        let last = groups
-            .len()
-            .checked_sub(1)
-            .filter(|&i| groups[i].running.first().or(groups[i].pending.first()).is_some_and(|e| &e.request.job_id == job));
-        let index = match last {
+        let index = match group_of(&groups, queued) {
             Some(index) => index,
-            None => *index_of.entry(job).or_insert_with(|| {
-                // One lookup of the job for its weight, place and cap.
-                let group = state.jobs.get(job);
+            None => {
                 groups.push(GroupShare {
                     claim: Claim {
-                        weight: group.map_or(DEFAULT_WEIGHT, |g| g.weight),
-                        position: group.map_or((entry.request.submitted_at, entry.seq), JobGroup::position),
+                        weight: queued.job.map_or(DEFAULT_WEIGHT, |g| g.weight),
+                        position: queued.job_position(),
                         demand: 0,
                         active: 0,
                         presubscribed: 0,
@@ -131,12 +120,13 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
                         disabled: false,
                         smallest_pending: None,
                     },
-                    max_slots: group.and_then(|g| g.max_slots),
+                    max_slots: queued.job.and_then(|g| g.max_slots),
+                    job: &entry.request.job_id,
                     pending: Vec::new(),
                     running: Vec::new(),
                 });
                 groups.len() - 1
-            }),
+            }
         };
         let group = &mut groups[index];
         let (claim, slots) = (&mut group.claim, entry.request.slots);
@@ -158,4 +148,13 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
         }
     }
     groups
+}
+
+/// The group already made for `queued`'s job, if any. The queue is sorted by the job's place
+/// first, so a job's requests are next to each other unless several jobs share one place (a
+/// restored place can): only the groups at the end with the request's place need a look.
+fn group_of(groups: &[GroupShare<'_>], queued: &Queued<'_>) -> Option<usize> {
+    let position = queued.job_position();
+    let job = &queued.entry.request.job_id;
+    groups.iter().enumerate().rev().take_while(|(_, g)| g.claim.position == position).find(|(_, g)| g.job == job).map(|(i, _)| i)
 }
