@@ -15,9 +15,8 @@ use crate::state::{PoolState, Queued};
 pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let fitter = state.fitter();
     let mut view = state.agents_view();
-    let mut outcome = PassOutcome::default();
     let order = state.queue();
-    outcome.queued = order.iter().filter(|q| !q.entry.state.is_scheduled()).map(|q| q.entry.id().clone()).collect();
+    let mut outcome = PassOutcome::new(order.iter().filter(|q| !q.entry.state.is_scheduled()).map(|q| q.entry.id().clone()).collect());
     let mut cache = FitCache::default();
 
     for entry in order.iter().map(|q| q.entry).filter(|e| e.is_zero_slot() && !e.state.is_scheduled()) {

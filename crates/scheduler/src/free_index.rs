@@ -4,7 +4,9 @@
 //! exactly the agent [`Fitter::find`](crate::fit::Fitter::find)'s scan would: the best (or worst)
 //! fit, ties to the smallest agent id.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::config::FittingPolicy;
 use crate::fit::Agents;

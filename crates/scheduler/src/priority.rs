@@ -19,7 +19,7 @@ use crate::state::{PoolState, Queued};
 pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let order = state.queue();
     let queued = order.iter().filter(|q| !q.entry.state.is_scheduled()).map(|q| q.entry.id().clone()).collect();
-    let mut outcome = PassOutcome { queued, ..PassOutcome::default() };
+    let mut outcome = PassOutcome::new(queued);
     for zero_slot in [false, true] {
         let class: Vec<Queued<'_>> = order.iter().copied().filter(|q| q.entry.is_zero_slot() == zero_slot).collect();
         if class.is_empty() {
