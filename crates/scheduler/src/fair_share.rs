@@ -31,7 +31,7 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     // as indices: a share is ten times the size of an index.
     let mut sorted: Vec<usize> = (0..groups.shares.len()).collect();
     sorted.sort_unstable_by_key(|&i| (groups.shares[i].claim.demand, groups.shares[i].claim.position, i));
-    let capacity = state.agents.values().filter(|a| a.enabled).map(|a| a.num_usable()).sum();
+    let capacity = state.agents.values().filter(|a| a.takes_work()).map(|a| a.num_usable()).sum();
     let mut claims: Vec<Claim> = sorted.iter().map(|&i| groups.shares[i].claim.clone()).collect();
     filling::offer_slots(&mut claims, capacity);
 

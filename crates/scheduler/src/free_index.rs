@@ -44,7 +44,7 @@ impl FreeIndex {
                 by_counts.remove(&counts);
             }
         }
-        let Some(agent) = agents.get(agent_id).filter(|a| a.enabled) else { return };
+        let Some(agent) = agents.get(agent_id).filter(|a| a.takes_work()) else { return };
         let counts = (agent.num_free(), agent.num_usable(), agent.num_used() == 0);
         self.buckets.entry(agent.label.clone()).or_default().entry(counts).or_default().insert(agent_id.clone());
         self.filed.insert(agent_id.clone(), (agent.label.clone(), counts));
