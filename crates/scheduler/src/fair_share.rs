@@ -99,13 +99,16 @@ struct GroupShare<'a> {
 /// lists, not two per job.
 struct Groups<'a> {
     shares: Vec<GroupShare<'a>>,
-    running: Vec<(usize, &'a Entry)>,
-    pending: Vec<(usize, &'a Entry)>,
+    running: Vec<Member<'a>>,
+    pending: Vec<Member<'a>>,
 }
+
+/// A request in [`Groups`]' lists: its share's index and the request.
+type Member<'a> = (usize, &'a Entry);
 
 impl<'a> Groups<'a> {
     /// The running and the pending requests of share `index`, in queue order.
-    fn requests(&self, index: usize) -> (&[(usize, &'a Entry)], &[(usize, &'a Entry)]) {
+    fn requests(&self, index: usize) -> (&[Member<'a>], &[Member<'a>]) {
         let share = &self.shares[index];
         (&self.running[share.running.clone()], &self.pending[share.pending.clone()])
     }
