@@ -10,17 +10,20 @@ priority with preemption, and `shared`, fair share; one 1-slot agent in each):
   `preemption_timeout`, the allocation says so, and it resumes from its latest checkpoint later
   without counting a restart (with `max_restarts: 0`, a counted failure would end it in error)."""
 
+import contextlib
 import re
 import time
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Iterator, Optional, Tuple
 
 import pytest
 from determined.common.api import bindings
+from determined.experimental import client
 
-from conftest import Agent, DetCli, Master
+from conftest import DetCli, Master
 from experiments import IRIS, ExpState, create, only_trial, restarts, sdk, trial_logs, wait_for, wait_state, write_config
-from test_resource_pools import LONG, MASTER_YAML, running_trials, training_steps
+# `pools_master` and `pools_det` are that module's fixtures: this module gets a master of its own with the same pools.
+from test_resource_pools import LONG, pools_det, pools_master, running_trials, start_agent, training_steps  # noqa: F401
 
 pytestmark = [pytest.mark.experiments, pytest.mark.slow]
 
@@ -33,23 +36,20 @@ SHORT = {
 }
 
 
-@pytest.fixture(scope="module")
-def moves_master(tmp_path_factory: pytest.TempPathFactory):
-    m = Master(tmp_path_factory.mktemp("moves-master"), config_yaml=MASTER_YAML)
-    yield m
-    m.close()
+@contextlib.contextmanager
+def one_slot_agents(master: Master, workdir: Path, test: str, *pools: str) -> Iterator[None]:
+    """A 1-slot agent in each pool, with an id of this test's (`POOL-TEST`), stopped after it."""
+    agents = [start_agent(master, workdir / pool, 1, pool, f"{pool}-{test}") for pool in pools]
+    try:
+        yield
+    finally:
+        for agent in agents:
+            agent.stop()
 
 
-@pytest.fixture
-def det(moves_master: Master, isolated_client_config: Path) -> DetCli:
-    return DetCli(moves_master.url, isolated_client_config)
-
-
-def start_agent(master: Master, workdir: Path, pool: str, test: str) -> Agent:
-    # An id per test: the previous test's agent may still wait out its reconnect window.
-    agent = Agent(master, workdir, slots=1, extra_args=["--resource-pool", pool, "--agent-id", f"{pool}-{test}"])
-    agent.wait_registered(master)
-    return agent
+def kill(det: DetCli, exp: client.Experiment) -> None:
+    det.ok("experiment", "kill", str(exp.id))
+    wait_state(exp, {ExpState.CANCELED}, timeout=90)
 
 
 def job_id(master: Master, experiment_id: int) -> str:
@@ -79,13 +79,13 @@ def job_list(det: DetCli, pool: str) -> str:
     return det.ok("job", "list", "--resource-pool", pool)
 
 
-def test_a_queued_experiment_moved_to_another_pool_runs_there(moves_master: Master, det: DetCli, tmp_path: Path) -> None:
-    agents = [start_agent(moves_master, tmp_path / pool, pool, "queued") for pool in ("urgent", "shared")]
-    try:
-        d = sdk(moves_master)
+def test_a_queued_experiment_moved_to_another_pool_runs_there(pools_master: Master, pools_det: DetCli, tmp_path: Path) -> None:
+    det, master = pools_det, pools_master
+    with one_slot_agents(master, tmp_path, "queued", "urgent", "shared"):
+        d = sdk(master)
         blocker_config = write_config(IRIS / "const.yaml", tmp_path / "blocker.yaml", tmp_path / "ckpt", name="blocker", **LONG)
         blocker = d.get_experiment(create(det, blocker_config, IRIS))
-        wait_for("the blocker on urgent's only slot", lambda: running_trials(moves_master, blocker.id) == 1, timeout=120, interval=1)
+        wait_for("the blocker on urgent's only slot", lambda: running_trials(master, blocker.id) == 1, timeout=120, interval=1)
 
         moved_config = write_config(IRIS / "const.yaml", tmp_path / "moved.yaml", tmp_path / "ckpt", name="moved", **SHORT)
         moved = d.get_experiment(create(det, moved_config, IRIS))
@@ -94,37 +94,32 @@ def test_a_queued_experiment_moved_to_another_pool_runs_there(moves_master: Mast
             lambda: re.search(rf"moved \({moved.id}\).*STATE_QUEUED", job_list(det, "urgent")),
             timeout=60,
         )
-        det.ok("job", "update", job_id(moves_master, moved.id), "--resource-pool", "shared")
+        det.ok("job", "update", job_id(master, moved.id), "--resource-pool", "shared")
 
         trial = only_trial(moved)
-        where = wait_for("the moved trial running", lambda: running_in(moves_master, trial.id), timeout=120, interval=0.5)
+        where = wait_for("the moved trial running", lambda: running_in(master, trial.id), timeout=120, interval=0.5)
         assert where == ("shared", ("shared-queued",)), where
-        assert stored_pool(moves_master, moved.id) == "shared", "the experiment's config names its new pool"
+        assert stored_pool(master, moved.id) == "shared", "the experiment's config names its new pool"
         wait_state(moved, {ExpState.COMPLETED}, timeout=180)
-        assert running_trials(moves_master, blocker.id) == 1, "the blocker kept urgent's slot throughout"
+        assert running_trials(master, blocker.id) == 1, "the blocker kept urgent's slot throughout"
         assert restarts(d, trial.id) == 0
         assert f"moved ({moved.id})" not in job_list(det, "urgent")
-
-        det.ok("experiment", "kill", str(blocker.id))
-        wait_state(blocker, {ExpState.CANCELED}, timeout=90)
-    finally:
-        for agent in agents:
-            agent.stop()
+        kill(det, blocker)
 
 
 def test_a_running_trial_moved_to_another_pool_checkpoints_and_resumes_there(
-    moves_master: Master, det: DetCli, tmp_path: Path
+    pools_master: Master, pools_det: DetCli, tmp_path: Path
 ) -> None:
-    agents = [start_agent(moves_master, tmp_path / pool, pool, "running") for pool in ("urgent", "shared")]
-    try:
-        d = sdk(moves_master)
+    det, master = pools_det, pools_master
+    with one_slot_agents(master, tmp_path, "running", "urgent", "shared"):
+        d = sdk(master)
         config = write_config(IRIS / "const.yaml", tmp_path / "mover.yaml", tmp_path / "ckpt", name="mover", **LONG)
         exp = d.get_experiment(create(det, config, IRIS))
         trial = only_trial(exp)
         wait_for("a checkpoint of the trial", lambda: trial.list_checkpoints(), timeout=120)
-        assert running_in(moves_master, trial.id) == ("urgent", ("urgent-running",))
+        assert running_in(master, trial.id) == ("urgent", ("urgent-running",))
 
-        det.ok("job", "update", job_id(moves_master, exp.id), "--resource-pool", "shared")
+        det.ok("job", "update", job_id(master, exp.id), "--resource-pool", "shared")
         # As upstream: the running trial is told to stop gracefully, checkpoints and exits ...
         wait_for("the trial's preemption", lambda: "preempted at batch" in trial_logs(det, trial.id), timeout=90)
         preempted_at = int(re.findall(r"preempted at batch (\d+)", trial_logs(det, trial.id))[-1])
@@ -136,27 +131,22 @@ def test_a_running_trial_moved_to_another_pool_checkpoints_and_resumes_there(
             timeout=120,
             interval=1,
         )
-        where = wait_for("the resumed trial running", lambda: running_in(moves_master, trial.id), timeout=60)
+        where = wait_for("the resumed trial running", lambda: running_in(master, trial.id), timeout=60)
         assert where == ("shared", ("shared-running",)), where
-        assert stored_pool(moves_master, exp.id) == "shared"
+        assert stored_pool(master, exp.id) == "shared"
         wait_for("training after the resume", lambda: max(training_steps(trial), default=0) > preempted_at + 40, timeout=90)
         assert restarts(d, trial.id) == 0, "a move is not a failure"
         steps = training_steps(trial)
         assert steps == list(range(20, steps[-1] + 1, 20)), f"metrics are continuous, each step once: {steps}"
-
-        det.ok("experiment", "kill", str(exp.id))
-        wait_state(exp, {ExpState.CANCELED}, timeout=60)
-    finally:
-        for agent in agents:
-            agent.stop()
+        kill(det, exp)
 
 
 def test_a_trial_ignoring_preemption_is_killed_at_preemption_timeout_and_resumes(
-    moves_master: Master, det: DetCli, tmp_path: Path
+    pools_master: Master, pools_det: DetCli, tmp_path: Path
 ) -> None:
-    agent = start_agent(moves_master, tmp_path / "urgent", "urgent", "timeout")
-    try:
-        d = sdk(moves_master)
+    det, master = pools_det, pools_master
+    with one_slot_agents(master, tmp_path, "timeout", "urgent"):
+        d = sdk(master)
         stubborn_config = write_config(
             IRIS / "const.yaml",
             tmp_path / "stubborn.yaml",
@@ -177,14 +167,14 @@ def test_a_trial_ignoring_preemption_is_killed_at_preemption_timeout_and_resumes
         high = d.get_experiment(create(det, high_config, IRIS))
         created = time.monotonic()
         high_trial = only_trial(high)
-        wait_for("the high-priority trial running", lambda: running_in(moves_master, high_trial.id), timeout=120, interval=0.25)
+        wait_for("the high-priority trial running", lambda: running_in(master, high_trial.id), timeout=120, interval=0.25)
         waited = time.monotonic() - created
         assert waited >= 7, f"the victim held the slot until its preemption_timeout (8 s), not {waited:.1f} s"
         assert "preempted at batch" not in trial_logs(det, victim.id), "the victim never looked at the signal"
 
         # The first run's allocation was killed by the master at the deadline, and says so.
         def exit_reasons() -> str:
-            allocations = bindings.get_GetTask(d._session, taskId=task_id(moves_master, victim.id)).task.allocations or []
+            allocations = bindings.get_GetTask(d._session, taskId=task_id(master, victim.id)).task.allocations or []
             return " | ".join(a.exitReason or "" for a in allocations)
 
         wait_for("the killed allocation's exit reason", lambda: "preemption_timeout (8 s)" in exit_reasons() or None, timeout=30)
@@ -203,8 +193,4 @@ def test_a_trial_ignoring_preemption_is_killed_at_preemption_timeout_and_resumes
         assert restarts(d, victim.id) == 0, "a kill at the preemption deadline is not a failure"
         state = bindings.get_GetExperiment(d._session, experimentId=stubborn.id).experiment.state
         assert state in {bindings.experimentv1State.ACTIVE, bindings.experimentv1State.RUNNING}, f"still active, not in error: {state}"
-
-        det.ok("experiment", "kill", str(stubborn.id))
-        wait_state(stubborn, {ExpState.CANCELED}, timeout=60)
-    finally:
-        agent.stop()
+        kill(det, stubborn)
