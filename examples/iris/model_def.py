@@ -6,9 +6,10 @@ periods come from the experiment config (`det.get_cluster_info()`); off-cluster,
 `det.core.init()` returns a local context that stores checkpoints under DIR.
 
 Hyperparameters: learning_rate, learning_rate_decay, layer1_dense_size, global_batch_size (as the
-tutorial), plus two test switches: `crash_at_batch` (raise after that batch, unless the trial was
-resumed from a checkpoint, so exactly the first run fails) and `sleep_per_batch` (seconds, to make
-a run long enough to pause or cancel).
+tutorial), plus three test switches: `crash_at_batch` (raise after that batch, unless the trial was
+resumed from a checkpoint, so exactly the first run fails), `sleep_per_batch` (seconds, to make
+a run long enough to pause or cancel) and `ignore_preemption` (never look at the preemption
+signal, as code that does not handle it: the master kills it at `preemption_timeout`).
 
 Metrics: training `loss`, `categorical_accuracy`; validation `val_loss`,
 `val_categorical_accuracy`, plus `batches` and `epochs` (the ASHA time metric).
@@ -80,6 +81,7 @@ def train(
     lengths = Lengths(config, schedule.batch_size, schedule.batches_per_epoch)
     crash_at = int(hparams.get("crash_at_batch") or 0)
     sleep = float(hparams.get("sleep_per_batch") or 0.0)
+    ignore_preemption = bool(hparams.get("ignore_preemption"))
 
     if latest_checkpoint is not None:
         with core_context.checkpoint.restore_path(latest_checkpoint) as path:
@@ -142,7 +144,7 @@ def train(
             checkpoint()
             checkpointed_at = batches
 
-        if core_context.preempt.should_preempt():
+        if not ignore_preemption and core_context.preempt.should_preempt():
             # Paused, preempted, or stopped early by the searcher: save progress and exit cleanly.
             if checkpointed_at != batches:
                 checkpoint()

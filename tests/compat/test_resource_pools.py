@@ -49,9 +49,9 @@ def pools_det(pools_master: Master, isolated_client_config: Path) -> DetCli:
     return DetCli(pools_master.url, isolated_client_config)
 
 
-def start_agent(master: Master, workdir: Path, slots: int, pool: str) -> Agent:
+def start_agent(master: Master, workdir: Path, slots: int, pool: str, agent_id: str = "") -> Agent:
     # Its own id: the previous test's agent may still wait out its reconnect window.
-    agent = Agent(master, workdir, slots=slots, extra_args=["--resource-pool", pool, "--agent-id", f"agent-{pool}"])
+    agent = Agent(master, workdir, slots=slots, extra_args=["--resource-pool", pool, "--agent-id", agent_id or f"agent-{pool}"])
     agent.wait_registered(master)
     return agent
 

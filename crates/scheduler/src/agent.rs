@@ -59,6 +59,9 @@ pub(crate) struct Agent {
     pub enabled: bool,
     /// Disabled with drain: its allocations finish, nothing new is placed (`enabled` is false).
     pub draining: bool,
+    /// False while the agent is disconnected and the master waits for it to reconnect: what it
+    /// holds stays held (its processes may be reattached), nothing new is placed there.
+    pub connected: bool,
     /// Read freely; change only through [`Agent::hold`], [`Agent::free`] and
     /// [`Agent::set_slot_enabled`], which keep the counts below in step.
     pub slots: BTreeMap<SlotId, Slot>,
@@ -91,12 +94,18 @@ impl Agent {
             label: spec.label,
             enabled: true,
             draining: false,
+            connected: true,
             slots,
             aux: BTreeSet::new(),
             counts: SlotCounts::default(),
         };
         agent.recount();
         Ok(agent)
+    }
+
+    /// New work may be placed here: enabled by the admin and connected.
+    pub fn takes_work(&self) -> bool {
+        self.enabled && self.connected
     }
 
     /// Enabled slots not held by any allocation, lowest id first.

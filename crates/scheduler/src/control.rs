@@ -1,6 +1,7 @@
 //! Admin control of agents: enabled, draining (disabled, its work finishes) or disabled (its work
 //! is evicted: preemptible allocations checkpoint and stop, others are killed), and what an agent's
-//! mode and slots look like. Placement itself honours `enabled` in `fit.rs`.
+//! mode and slots look like; and whether an agent is connected (the master's reconnect window).
+//! Placement itself honours both (`Agent::takes_work`) in `fit.rs`.
 
 use std::collections::BTreeSet;
 
@@ -74,6 +75,14 @@ impl Scheduler {
         self.change_slot_enabled(agent_id, slot_id, enabled).map(|_| ())
     }
 
+    /// Marks the agent disconnected (the master waits for it to reconnect) or connected again. A
+    /// disconnected agent keeps what it holds, so its processes can be reattached, but nothing
+    /// new is placed there; its admin mode is untouched.
+    pub fn set_agent_connected(&mut self, agent_id: &AgentId, connected: bool) -> Result<(), SchedulerError> {
+        self.agent_mut(agent_id)?.connected = connected;
+        Ok(())
+    }
+
     /// The agent's mode and disabled slots, if the agent is known.
     pub fn agent_status(&self, agent_id: &AgentId) -> Option<AgentStatus> {
         let agent = self.state.agents.get(agent_id)?;
@@ -142,6 +151,24 @@ mod tests {
         assert_eq!(placed_on(&mut s, 5), vec![("second".into(), "b".into())]);
         assert_eq!(s.agent_status(&"a".into()).unwrap().mode, AgentMode::Draining);
         assert_eq!(s.agent_status(&"b".into()).unwrap().mode, AgentMode::Enabled);
+    }
+
+    #[test]
+    fn a_disconnected_agent_keeps_its_work_and_takes_no_more_until_it_reconnects() {
+        let mut s = two_agents();
+        submit(&mut s, "first", 2, true, 1);
+        assert_eq!(placed_on(&mut s, 2), vec![("first".into(), "a".into())]);
+        s.set_agent_connected(&"a".into(), false).unwrap();
+        s.set_agent_connected(&"b".into(), false).unwrap();
+        assert!(matches!(s.allocation(&"first".into()), Some(AllocationState::Scheduled { preempting: false, .. })));
+        submit(&mut s, "second", 1, true, 3);
+        assert_eq!(placed_on(&mut s, 4), vec![]);
+        assert_eq!(s.stats().slots_available, 0, "a disconnected agent's slots are not offered");
+        // Its admin mode is its own: enabled throughout.
+        assert_eq!(s.agent_status(&"b".into()).unwrap().mode, AgentMode::Enabled);
+        s.set_agent_connected(&"b".into(), true).unwrap();
+        assert_eq!(placed_on(&mut s, 5), vec![("second".into(), "b".into())]);
+        assert!(matches!(s.set_agent_connected(&"c".into(), false), Err(SchedulerError::UnknownAgent(_))));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! What a scheduling pass tells the master: allocations to start (with their placements),
 //! allocations to preempt gracefully, and why every other request still waits.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -58,9 +58,18 @@ pub(crate) struct PassOutcome {
     /// May name allocations already being preempted; applying skips those.
     pub preemptions: Vec<AllocationId>,
     /// Looked up once per queued request when the pass is applied (in queue order then).
-    pub waiting: HashMap<AllocationId, WaitReason>,
+    pub waiting: FxHashMap<AllocationId, WaitReason>,
     /// The requests that were queued when the pass began, in queue order.
     pub queued: Vec<AllocationId>,
+}
+
+impl PassOutcome {
+    /// An empty outcome for a pass over `queued` (in queue order), with room for a reason each.
+    pub fn new(queued: Vec<AllocationId>) -> Self {
+        let mut waiting = FxHashMap::default();
+        waiting.reserve(queued.len());
+        PassOutcome { waiting, queued, ..PassOutcome::default() }
+    }
 }
 
 /// Why a request is not scheduled.

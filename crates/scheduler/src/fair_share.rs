@@ -5,40 +5,43 @@
 //! offered more (what it holds unpreemptibly excepted). Zero-slot requests are not shared: they start
 //! whenever an aux container is free. The offers themselves are `filling.rs`.
 
-use std::collections::HashMap;
+use std::ops::Range;
 
 use crate::decisions::{Assignment, PassOutcome, WaitReason};
 use crate::filling::{self, Claim};
 use crate::fit::{self, Agents, Fitter};
 use crate::fit_cache::FitCache;
 use crate::ids::JobId;
-use crate::request::{DEFAULT_WEIGHT, Entry, JobGroup};
-use crate::state::PoolState;
+use crate::request::{DEFAULT_WEIGHT, Entry};
+use crate::state::{PoolState, Queued};
 
 pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let fitter = state.fitter();
     let mut view = state.agents_view();
-    let mut outcome = PassOutcome::default();
-    let order = state.queue_order();
-    outcome.queued = order.iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
+    let order = state.queue();
+    let mut outcome = PassOutcome::new(order.iter().filter(|q| !q.entry.state.is_scheduled()).map(|q| q.entry.id().clone()).collect());
     let mut cache = FitCache::default();
 
-    for entry in order.iter().filter(|e| e.is_zero_slot() && !e.state.is_scheduled()) {
+    for entry in order.iter().map(|q| q.entry).filter(|e| e.is_zero_slot() && !e.state.is_scheduled()) {
         start_or_wait(&fitter, &mut cache, &mut view, entry, &mut outcome);
     }
 
-    let mut groups = group_demand(state, &fitter, &order, &mut outcome);
-    groups.sort_by(|a, b| a.claim.demand.cmp(&b.claim.demand).then(a.claim.position.cmp(&b.claim.position)));
-    let capacity = state.agents.values().filter(|a| a.enabled).map(|a| a.num_usable()).sum();
-    let mut claims: Vec<Claim> = groups.iter().map(|g| g.claim.clone()).collect();
+    let groups = group_demand(state, &fitter, &order, &mut outcome);
+    // Sorted by demand, then place (then creation, which a stable sort of the shares would keep),
+    // as indices: a share is ten times the size of an index.
+    let mut sorted: Vec<usize> = (0..groups.shares.len()).collect();
+    sorted.sort_unstable_by_key(|&i| (groups.shares[i].claim.demand, groups.shares[i].claim.position, i));
+    let capacity = state.agents.values().filter(|a| a.takes_work()).map(|a| a.num_usable()).sum();
+    let mut claims: Vec<Claim> = sorted.iter().map(|&i| groups.shares[i].claim.clone()).collect();
     filling::offer_slots(&mut claims, capacity);
 
-    for (group, claim) in groups.iter().zip(&claims) {
+    for (&index, claim) in sorted.iter().zip(&claims) {
+        let (running, pending) = groups.requests(index);
         let offered = claim.offered();
         if claim.active > offered {
             if preemption {
                 let mut active = claim.active;
-                for entry in group.running.iter().rev().filter(|e| e.request.preemptible) {
+                for entry in running.iter().rev().map(|&(_, e)| e).filter(|e| e.request.preemptible) {
                     if active <= offered {
                         break;
                     }
@@ -46,13 +49,13 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
                     active -= entry.request.slots;
                 }
             }
-            for entry in &group.pending {
+            for &(_, entry) in pending {
                 outcome.waiting.insert(entry.id().clone(), WaitReason::OverFairShare { share: offered, used: claim.active });
             }
             continue;
         }
         let mut budget = offered - claim.active;
-        for entry in &group.pending {
+        for &(_, entry) in pending {
             if entry.request.slots > budget {
                 let reason = WaitReason::OverFairShare { share: offered, used: offered - budget };
                 outcome.waiting.insert(entry.id().clone(), reason);
@@ -80,23 +83,45 @@ fn start_or_wait<'a>(fitter: &Fitter, cache: &mut FitCache<'a>, view: &mut Agent
     }
 }
 
-/// One job's standing in the pass: its claim on slots and its requests.
+/// One job's standing in the pass: its claim on slots, and where its requests are in
+/// [`Groups`]' lists.
 struct GroupShare<'a> {
     claim: Claim,
     /// The job's `max_slots`.
     max_slots: Option<u32>,
-    pending: Vec<&'a Entry>,
-    running: Vec<&'a Entry>,
+    job: &'a JobId,
+    running: Range<usize>,
+    pending: Range<usize>,
+}
+
+/// Every job's share, and the requests of all of them in two flat lists (running, pending) of
+/// (share index, request), grouped by share and in queue order within one: 10,000 jobs cost two
+/// lists, not two per job.
+struct Groups<'a> {
+    shares: Vec<GroupShare<'a>>,
+    running: Vec<Member<'a>>,
+    pending: Vec<Member<'a>>,
+}
+
+/// A request in [`Groups`]' lists: its share's index and the request.
+type Member<'a> = (usize, &'a Entry);
+
+impl<'a> Groups<'a> {
+    /// The running and the pending requests of share `index`, in queue order.
+    fn requests(&self, index: usize) -> (&[Member<'a>], &[Member<'a>]) {
+        let share = &self.shares[index];
+        (&self.running[share.running.clone()], &self.pending[share.pending.clone()])
+    }
 }
 
 /// Groups slot requests by job. Pending requests that can never fit the pool do not count as
 /// demand (they would waste offers); they wait with their reason.
-fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], outcome: &mut PassOutcome) -> Vec<GroupShare<'a>> {
-    let mut groups: Vec<GroupShare<'a>> = Vec::new();
-    let mut index_of: HashMap<&JobId, usize> = HashMap::new();
+fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[Queued<'a>], outcome: &mut PassOutcome) -> Groups<'a> {
+    let mut groups = Groups { shares: Vec::new(), running: Vec::new(), pending: Vec::new() };
     // Diagnosed against the pool as it is, which does not change here.
     let mut cache = FitCache::default();
-    for &entry in order.iter().filter(|e| !e.is_zero_slot()) {
+    for queued in order.iter().filter(|q| !q.entry.is_zero_slot()) {
+        let entry = queued.entry;
         let scheduled = entry.state.is_scheduled();
         if scheduled && !entry.is_active() {
             continue;
@@ -108,22 +133,14 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
                 continue;
             }
         }
-        let job = &entry.request.job_id;
-        // A job's requests are next to each other in fair share's queue (its key is the job's
-        // place, then the request's), so the last group is nearly always the one.
-        let last = groups
-            .len()
-            .checked_sub(1)
-            .filter(|&i| groups[i].running.first().or(groups[i].pending.first()).is_some_and(|e| &e.request.job_id == job));
-        let index = match last {
+        let shares = &mut groups.shares;
+        let index = match share_of(shares, queued) {
             Some(index) => index,
-            None => *index_of.entry(job).or_insert_with(|| {
-                // One lookup of the job for its weight, place and cap.
-                let group = state.jobs.get(job);
-                groups.push(GroupShare {
+            None => {
+                shares.push(GroupShare {
                     claim: Claim {
-                        weight: group.map_or(DEFAULT_WEIGHT, |g| g.weight),
-                        position: group.map_or((entry.request.submitted_at, entry.seq), JobGroup::position),
+                        weight: queued.job.map_or(DEFAULT_WEIGHT, |g| g.weight),
+                        position: queued.job_position(),
                         demand: 0,
                         active: 0,
                         presubscribed: 0,
@@ -131,31 +148,56 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[&'a Entry], 
                         disabled: false,
                         smallest_pending: None,
                     },
-                    max_slots: group.and_then(|g| g.max_slots),
-                    pending: Vec::new(),
-                    running: Vec::new(),
+                    max_slots: queued.job.and_then(|g| g.max_slots),
+                    job: &entry.request.job_id,
+                    running: 0..0,
+                    pending: 0..0,
                 });
-                groups.len() - 1
-            }),
+                shares.len() - 1
+            }
         };
-        let group = &mut groups[index];
-        let (claim, slots) = (&mut group.claim, entry.request.slots);
+        let (claim, slots) = (&mut shares[index].claim, entry.request.slots);
         claim.demand = claim.demand.saturating_add(slots);
         if scheduled {
             claim.active += slots;
             if !entry.request.preemptible {
                 claim.presubscribed += slots;
             }
-            group.running.push(entry);
+            groups.running.push((index, entry));
         } else {
             claim.smallest_pending = Some(claim.smallest_pending.map_or(slots, |s| s.min(slots)));
-            group.pending.push(entry);
+            groups.pending.push((index, entry));
         }
     }
-    for group in &mut groups {
-        if let Some(max) = group.max_slots {
-            group.claim.demand = group.claim.demand.min(max.max(group.claim.presubscribed));
+    for share in &mut groups.shares {
+        if let Some(max) = share.max_slots {
+            share.claim.demand = share.claim.demand.min(max.max(share.claim.presubscribed));
+        }
+    }
+    // Stable: queue order within a share. Nearly sorted already (a job's requests are adjacent).
+    groups.running.sort_by_key(|&(index, _)| index);
+    groups.pending.sort_by_key(|&(index, _)| index);
+    for (list, pending) in [(&groups.running, false), (&groups.pending, true)] {
+        let mut start = 0;
+        for run in list.chunk_by(|a, b| a.0 == b.0) {
+            let share = &mut groups.shares[run[0].0];
+            let range = start..start + run.len();
+            if pending {
+                share.pending = range
+            } else {
+                share.running = range
+            }
+            start += run.len();
         }
     }
     groups
+}
+
+/// The share already made for `queued`'s job, if any. The queue is sorted by the job's place
+/// first, so a job's requests are next to each other unless several jobs share one place (a
+/// restored place can): only the shares at the end with the request's place need a look.
+fn share_of(shares: &[GroupShare<'_>], queued: &Queued<'_>) -> Option<usize> {
+    let position = queued.job_position();
+    let job = &queued.entry.request.job_id;
+    shares.iter().enumerate().rev().take_while(|(_, g)| g.claim.position == position).find(|(_, g)| g.job == job).map(|(i, _)| i)
 }

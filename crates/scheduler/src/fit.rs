@@ -33,7 +33,7 @@ impl Fitter {
     }
 
     fn eligible<'a>(&self, req: &'a AllocationRequest, agents: &'a Agents) -> impl Iterator<Item = &'a Agent> + 'a {
-        agents.values().filter(move |a| a.enabled && a.label == req.label && !req.excluded_agents.contains(&a.id))
+        agents.values().filter(move |a| a.takes_work() && a.label == req.label && !req.excluded_agents.contains(&a.id))
     }
 
     fn find_on_one_agent(&self, req: &AllocationRequest, agents: &Agents) -> Option<Placement> {
@@ -96,7 +96,7 @@ impl Fitter {
     /// Why `req` does not fit on `agents`; permanent reasons come first.
     pub fn diagnose(&self, req: &AllocationRequest, agents: &Agents) -> WaitReason {
         let eligible: Vec<&Agent> = self.eligible(req, agents).collect();
-        if eligible.is_empty() && !req.excluded_agents.is_empty() && agents.values().any(|a| a.enabled && a.label == req.label) {
+        if eligible.is_empty() && !req.excluded_agents.is_empty() && agents.values().any(|a| a.takes_work() && a.label == req.label) {
             return WaitReason::AllAgentsExcluded { excluded: req.excluded_agents.iter().map(|a| a.as_str().to_owned()).collect() };
         }
         if eligible.is_empty() {

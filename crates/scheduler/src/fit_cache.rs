@@ -7,7 +7,7 @@
 //! The pass reports every change ([`FitCache::held`], [`FitCache::freed`]); requests that exclude
 //! agents are never memoised (their fit depends on more than the shape).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::decisions::{Placement, WaitReason};
 use crate::fit::{Agents, Fitter};

@@ -4,7 +4,9 @@
 //! exactly the agent [`Fitter::find`](crate::fit::Fitter::find)'s scan would: the best (or worst)
 //! fit, ties to the smallest agent id.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::config::FittingPolicy;
 use crate::fit::Agents;
@@ -42,7 +44,7 @@ impl FreeIndex {
                 by_counts.remove(&counts);
             }
         }
-        let Some(agent) = agents.get(agent_id).filter(|a| a.enabled) else { return };
+        let Some(agent) = agents.get(agent_id).filter(|a| a.takes_work()) else { return };
         let counts = (agent.num_free(), agent.num_usable(), agent.num_used() == 0);
         self.buckets.entry(agent.label.clone()).or_default().entry(counts).or_default().insert(agent_id.clone());
         self.filed.insert(agent_id.clone(), (agent.label.clone(), counts));

@@ -17,7 +17,7 @@ pub(crate) fn explain(state: &PoolState, job: &JobId) -> Option<String> {
         _ => None,
     })?;
     let pool = &state.name;
-    let usable: Vec<u32> = state.agents.values().filter(|a| a.enabled).map(|a| a.num_usable()).collect();
+    let usable: Vec<u32> = state.agents.values().filter(|a| a.takes_work()).map(|a| a.num_usable()).collect();
     let largest = usable.iter().copied().max().unwrap_or(0);
     let total: u32 = usable.iter().sum();
     let plural = |n: u32, one: &str, many: &str| if n == 1 { format!("1 {one}") } else { format!("{n} {many}") };

@@ -14,14 +14,18 @@ use crate::fit::{self, Agents, Fitter};
 use crate::fit_cache::FitCache;
 use crate::ids::{AllocationId, JobId};
 use crate::request::Entry;
-use crate::state::PoolState;
+use crate::state::{PoolState, Queued};
 
 pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
-    let order = state.queue_order();
-    let queued = order.iter().filter(|e| !e.state.is_scheduled()).map(|e| e.id().clone()).collect();
-    let mut outcome = PassOutcome { queued, ..PassOutcome::default() };
+    let order = state.queue();
+    let queued = order.iter().filter(|q| !q.entry.state.is_scheduled()).map(|q| q.entry.id().clone()).collect();
+    let mut outcome = PassOutcome::new(queued);
     for zero_slot in [false, true] {
-        let class: Vec<&Entry> = order.iter().copied().filter(|e| e.is_zero_slot() == zero_slot).collect();
+        let class: Vec<Queued<'_>> = order.iter().copied().filter(|q| q.entry.is_zero_slot() == zero_slot).collect();
+        if class.is_empty() {
+            // Nothing to place: spare the copy of every agent a class pass starts from.
+            continue;
+        }
         let mut pass = ClassPass {
             state,
             fitter: state.fitter(),
@@ -56,30 +60,31 @@ struct ClassPass<'a, 'o> {
     outcome: &'o mut PassOutcome,
 }
 
-type ByPriority<'a> = BTreeMap<u32, Vec<&'a Entry>>;
+type ByPriority<'a> = BTreeMap<u32, Vec<Queued<'a>>>;
 
 impl<'a> ClassPass<'a, '_> {
-    fn run(&mut self, class: &[&'a Entry]) {
+    fn run(&mut self, class: &[Queued<'a>]) {
         let mut pending = ByPriority::new();
         let mut scheduled = ByPriority::new();
-        for &entry in class {
-            let side = if entry.state.is_scheduled() { &mut scheduled } else { &mut pending };
-            side.entry(self.state.priority(entry)).or_default().push(entry);
+        for &queued in class {
+            let side = if queued.entry.state.is_scheduled() { &mut scheduled } else { &mut pending };
+            side.entry(queued.priority()).or_default().push(queued);
         }
         for (&priority, requests) in &pending {
             self.run_priority(priority, requests, &scheduled);
         }
     }
 
-    fn run_priority(&mut self, priority: u32, requests: &[&'a Entry], scheduled: &ByPriority<'a>) {
+    fn run_priority(&mut self, priority: u32, requests: &[Queued<'a>], scheduled: &ByPriority<'a>) {
         let mut unfitted = Vec::new();
-        for &entry in requests {
-            if let Some(reason) = self.over_max_slots(entry) {
+        for &queued in requests {
+            let entry = queued.entry;
+            if let Some(reason) = self.over_max_slots(queued) {
                 self.outcome.waiting.insert(entry.id().clone(), reason);
                 continue;
             }
             let Some(placements) = self.cache.find(&self.fitter, &entry.request, &self.view) else {
-                unfitted.push(entry);
+                unfitted.push(queued);
                 continue;
             };
             // The slots stay reserved in the view even when the request may not start, so that
@@ -96,34 +101,35 @@ impl<'a> ClassPass<'a, '_> {
             }
         }
 
-        let diagnosed: Vec<(&Entry, WaitReason)> =
-            unfitted.into_iter().map(|entry| (entry, self.cache.diagnose(&self.fitter, &entry.request, &self.view))).collect();
+        let diagnosed: Vec<(Queued<'a>, WaitReason)> =
+            unfitted.into_iter().map(|queued| (queued, self.cache.diagnose(&self.fitter, &queued.entry.request, &self.view))).collect();
         // A request that can never fit must not hold everything below it back forever.
         if diagnosed.iter().any(|(_, reason)| !reason.can_never_fit()) {
             self.backfilling = true;
         }
 
-        for (entry, reason) in diagnosed {
-            let reason = if self.preemption && !reason.can_never_fit() && self.make_room(entry, priority, scheduled) {
+        for (queued, reason) in diagnosed {
+            let reason = if self.preemption && !reason.can_never_fit() && self.make_room(queued, priority, scheduled) {
                 WaitReason::AwaitingPreemption
             } else {
                 reason
             };
-            self.outcome.waiting.insert(entry.id().clone(), reason);
+            self.outcome.waiting.insert(queued.entry.id().clone(), reason);
         }
     }
 
     /// Why `entry` may not start whatever fits: its job would hold more than its `max_slots`.
-    fn over_max_slots(&self, entry: &Entry) -> Option<WaitReason> {
+    fn over_max_slots(&self, queued: Queued<'_>) -> Option<WaitReason> {
+        let (entry, max_slots) = (queued.entry, queued.job?.max_slots?);
         let job = &entry.request.job_id;
-        let max_slots = self.state.jobs.get(job)?.max_slots?;
         let used = self.state.job_slots_held(job) + self.planned.get(job).copied().unwrap_or(0);
         (used.saturating_add(entry.request.slots) > max_slots).then_some(WaitReason::MaxSlotsReached { max_slots, used })
     }
 
     /// Reserves room for `entry` in the view, from preemptions already decided this pass or by
     /// choosing new victims. False (and nothing changed) when no preemption makes it fit.
-    fn make_room(&mut self, entry: &'a Entry, priority: u32, scheduled: &ByPriority<'a>) -> bool {
+    fn make_room(&mut self, queued: Queued<'a>, priority: u32, scheduled: &ByPriority<'a>) -> bool {
+        let entry = queued.entry;
         if let Some(placements) = self.cache.find(&self.fitter, &entry.request, &self.view) {
             fit::hold(&mut self.view, entry.id(), &placements);
             self.cache.held(&self.view, &placements);
@@ -132,7 +138,7 @@ impl<'a> ClassPass<'a, '_> {
         if self.cache.known_no_room(&entry.request) {
             return false;
         }
-        let candidates = self.victim_candidates(entry, priority, scheduled);
+        let candidates = self.victim_candidates(queued, priority, scheduled);
         // On success the view is left without the victims' slots.
         let Some(victims) = self.fewest_victims(entry, &candidates) else {
             self.cache.no_room(&entry.request);
@@ -154,12 +160,13 @@ impl<'a> ClassPass<'a, '_> {
     /// Running preemptible allocations `entry` may displace, in the order they should go: those
     /// already being preempted (their work is lost anyway), then lowest priority and newest first.
     /// At `entry`'s own priority only jobs queued behind its job qualify.
-    fn victim_candidates(&self, entry: &Entry, priority: u32, scheduled: &ByPriority<'a>) -> Vec<&'a Entry> {
-        let position = self.state.job_position(entry);
+    fn victim_candidates(&self, queued: Queued<'_>, priority: u32, scheduled: &ByPriority<'a>) -> Vec<&'a Entry> {
+        let position = queued.job_position();
         let mut candidates = Vec::new();
         'priorities: for (&victim_priority, victims) in scheduled.range(priority..).rev() {
-            for &victim in victims.iter().rev() {
-                if victim_priority == priority && self.state.job_position(victim) <= position {
+            for queued in victims.iter().rev() {
+                let victim = queued.entry;
+                if victim_priority == priority && queued.job_position() <= position {
                     break 'priorities;
                 }
                 if victim.is_running_preemptible() && !self.releasing.contains(victim.id()) {

@@ -87,7 +87,7 @@ pub(crate) fn job_queue(state: &PoolState) -> Vec<JobQueueEntry> {
 }
 
 pub(crate) fn stats(state: &PoolState) -> PoolStats {
-    let enabled = state.agents.values().filter(|a| a.enabled);
+    let enabled = state.agents.values().filter(|a| a.takes_work());
     let jobs = job_queue(state);
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     PoolStats {

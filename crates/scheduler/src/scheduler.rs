@@ -1,8 +1,7 @@
 //! [`Scheduler`]: one resource pool's scheduler as a deterministic state machine. Every input is
 //! a method call; [`Scheduler::schedule`] runs the configured policy and applies its decisions.
 
-use std::collections::HashSet;
-
+use rustc_hash::FxHashSet;
 use serde_json::Value;
 
 use crate::agent::{Agent, AgentSpec, Slot};
@@ -176,7 +175,7 @@ impl Scheduler {
 
     fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
         let mut decisions = Decisions::default();
-        let assigned: HashSet<AllocationId> = outcome.assignments.iter().map(|a| a.allocation_id.clone()).collect();
+        let assigned: FxHashSet<AllocationId> = outcome.assignments.iter().map(|a| a.allocation_id.clone()).collect();
         for assignment in outcome.assignments {
             let Some(entry) = self.state.entries.get_mut(&assignment.allocation_id) else { continue };
             debug_assert!(assignment.placements.iter().all(|p| {

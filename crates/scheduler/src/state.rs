@@ -11,6 +11,27 @@ use crate::request::{AllocationState, DEFAULT_PRIORITY, DEFAULT_WEIGHT, Entry, J
 /// Sort key of a request in the queue: priority, then the job's place, then the request's.
 pub(crate) type QueueKey = (u32, LogicalTime, u64, LogicalTime, u64);
 
+/// A request as a pass sees it: the entry, its job (`None` only for a job never registered) and
+/// its place in the queue.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Queued<'a> {
+    pub entry: &'a Entry,
+    pub job: Option<&'a JobGroup>,
+    pub key: QueueKey,
+}
+
+impl Queued<'_> {
+    /// The job's priority (what [`PoolState::priority`] answers, without the lookup).
+    pub fn priority(&self) -> u32 {
+        self.job.map_or(DEFAULT_PRIORITY, |job| job.priority)
+    }
+
+    /// The job's queue position (older jobs first).
+    pub fn job_position(&self) -> (LogicalTime, u64) {
+        (self.key.1, self.key.2)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct PoolState {
     pub name: String,
@@ -55,26 +76,28 @@ impl PoolState {
         self.jobs.get(job).map_or(DEFAULT_WEIGHT, |job| job.weight)
     }
 
-    /// The job's queue position (older jobs first).
-    pub fn job_position(&self, entry: &Entry) -> (LogicalTime, u64) {
-        self.jobs.get(&entry.request.job_id).map_or((entry.request.submitted_at, entry.seq), JobGroup::position)
-    }
-
-    pub fn queue_key(&self, entry: &Entry) -> QueueKey {
-        // One lookup of the job for both its priority and its place.
-        let job = self.jobs.get(&entry.request.job_id);
-        // Fair share has no priorities: its queue is submission order.
-        let priority = if self.is_fair_share() { 0 } else { job.map_or(DEFAULT_PRIORITY, |job| job.priority) };
-        let (job_time, job_seq) = job.map_or((entry.request.submitted_at, entry.seq), JobGroup::position);
-        (priority, job_time, job_seq, entry.request.submitted_at, entry.seq)
-    }
-
     /// Every request, pending or scheduled, in queue order.
     pub fn queue_order(&self) -> Vec<&Entry> {
-        let mut entries: Vec<&Entry> = self.entries.values().collect();
-        // Cached: the key looks the job up by id, and 10,000 requests sort in ~140,000 comparisons.
-        entries.sort_by_cached_key(|e| self.queue_key(e));
-        entries
+        self.queue().into_iter().map(|queued| queued.entry).collect()
+    }
+
+    /// Every request in queue order with its job and sort key: a pass looks each job up once
+    /// (by id, in a map of 10,000 jobs) here and reads its priority, place and cap from the result.
+    pub fn queue(&self) -> Vec<Queued<'_>> {
+        // Fair share has no priorities: its queue is submission order.
+        let fair_share = self.is_fair_share();
+        let mut queued: Vec<Queued<'_>> = self
+            .entries
+            .values()
+            .map(|entry| {
+                let job = self.jobs.get(&entry.request.job_id);
+                let priority = if fair_share { 0 } else { job.map_or(DEFAULT_PRIORITY, |job| job.priority) };
+                let (job_time, job_seq) = job.map_or((entry.request.submitted_at, entry.seq), JobGroup::position);
+                Queued { entry, job, key: (priority, job_time, job_seq, entry.request.submitted_at, entry.seq) }
+            })
+            .collect();
+        queued.sort_by_key(|queued| queued.key);
+        queued
     }
 
     /// Agents as the pass starts: what is held now, nothing planned yet.

@@ -293,6 +293,9 @@ impl AgentResourceManager {
                 tracing::error!(agent = %agent_id, error = %e, "cannot apply the agent's stored enable/disable state");
             }
             tracing::info!(agent = %agent_id, pool = %pool, slots = started.devices.len(), "agent registered");
+        } else {
+            // Back within its reconnect window: it takes new work again.
+            self.set_connected(agent_id, &pool, true);
         }
         // Processes of allocations a restarted master kept open are adopted again.
         let mut events = self.adopt_reported(agent_id, &started.running_tasks);
@@ -323,10 +326,21 @@ impl AgentResourceManager {
         }
         agent.outbox = None;
         tracing::warn!(agent = %agent_id, wait = ?self.reconnect_wait, "agent disconnected; waiting for it to reconnect");
+        // Meanwhile nothing new goes there: a start on it would fail, and count as the trial's.
+        let pool = agent.resource_pool.clone();
+        if agent.started {
+            self.set_connected(agent_id, &pool, false);
+        }
         self.handle.notify_after(
             self.reconnect_wait,
             ClusterEvent::Rm(RmInput::Agent(AgentInput::ReconnectExpired { agent_id: agent_id.to_owned(), conn_id })),
         );
+    }
+
+    fn set_connected(&mut self, agent_id: &str, pool: &str, connected: bool) {
+        if let Err(e) = self.pool(pool).set_agent_connected(&agent_id.into(), connected) {
+            tracing::error!(agent = %agent_id, error = %e, "cannot mark the agent connected or disconnected in its pool");
+        }
     }
 
     fn reconnect_expired(&mut self, agent_id: &str, conn_id: u64) -> Vec<RmEvent> {
