@@ -77,6 +77,11 @@ impl StoreError {
     pub(crate) fn corrupt(column: &'static str, err: serde_json::Error) -> Self {
         StoreError::Backend(sqlx::Error::ColumnDecode { index: column.to_owned(), source: Box::new(err) })
     }
+
+    /// A stored value of `column` that cannot be read, with what was wrong with it.
+    pub(crate) fn corrupt_value(column: &'static str, detail: impl std::fmt::Display) -> Self {
+        StoreError::Backend(sqlx::Error::ColumnDecode { index: column.to_owned(), source: detail.to_string().into() })
+    }
 }
 
 impl From<rusqlite::Error> for StoreError {

@@ -45,6 +45,7 @@ impl SqlStore {
             log_group: LogGroupCommit::default(),
             summaries: Default::default(),
             sqlite_metrics: None,
+            sqlite_series: None,
             decoded_metric_rows: Default::default(),
             webhook_signal: self.webhook_signal.clone(),
             series: self.series.clone(),

@@ -1,5 +1,5 @@
 //! `Store::metric_series`: a trial's live reports of one group as columns, read in one ordered
-//! pass over the live-steps index and kept in a bounded in-memory cache, so repeated chart
+//! pass over the live-steps index (on a SQLite file through `sqlite_series`) and kept in a bounded in-memory cache, so repeated chart
 //! requests (`GET /api/v1/trials/time-series`, a UI polling a comparison) read no report bodies.
 //!
 //! Validity: every write that adds or archives a trial's metric rows bumps that trial's stripe of
@@ -116,18 +116,24 @@ impl SqlStore {
         if let Some(series) = self.series.get(trial_id, group, generation) {
             return Ok(series);
         }
-        let mut builder = MetricSeriesBuilder::default();
-        let mut decoded = 0u64;
-        on_pool!(self, pool => {
-            let mut rows = sqlx::query(LIVE_SERIES).bind(trial_id).bind(group).fetch(pool);
-            while let Some(row) = rows.try_next().await? {
-                let (steps, time, body): (i64, DateTime<Utc>, &str) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-                push_body(&mut builder, steps, time.timestamp_micros(), body).map_err(|e| StoreError::corrupt("body", e))?;
-                decoded += 1;
+        let (series, decoded) = match &self.sqlite_series {
+            Some(reader) => reader.read(trial_id, group).await?,
+            None => {
+                let mut builder = MetricSeriesBuilder::default();
+                let mut decoded = 0u64;
+                on_pool!(self, pool => {
+                    let mut rows = sqlx::query(LIVE_SERIES).bind(trial_id).bind(group).fetch(pool);
+                    while let Some(row) = rows.try_next().await? {
+                        let (steps, time, body): (i64, DateTime<Utc>, &str) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                        push_body(&mut builder, steps, time.timestamp_micros(), body).map_err(|e| StoreError::corrupt("body", e))?;
+                        decoded += 1;
+                    }
+                });
+                (builder.finish(), decoded)
             }
-        });
+        };
         self.decoded_metric_rows.fetch_add(decoded, Ordering::Relaxed);
-        let series = Arc::new(builder.finish());
+        let series = Arc::new(series);
         self.series.put(trial_id, group, generation, series.clone());
         Ok(series)
     }

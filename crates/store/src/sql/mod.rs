@@ -38,6 +38,7 @@ mod sessions;
 mod sqlite_checkpoint;
 mod sqlite_idle_release;
 mod sqlite_metrics;
+mod sqlite_series;
 mod sqlite_worker_hook;
 mod state_counts;
 mod store_impl;
@@ -128,6 +129,8 @@ pub struct SqlStore {
     pub(crate) summaries: Arc<summary_cache::SummaryCache>,
     /// SQLite files only: the metric admission path's own connection and thread.
     pub(crate) sqlite_metrics: Option<sqlite_metrics::SqliteMetricsWriter>,
+    /// On a SQLite file: series read on their own connection (`sqlite_series`).
+    pub(crate) sqlite_series: Option<sqlite_series::SqliteSeriesReader>,
     /// Metric rows decoded by reads (see `Store::metric_rows_decoded`).
     pub(crate) decoded_metric_rows: Arc<std::sync::atomic::AtomicU64>,
     /// Woken when a write queued webhook events (see `webhook_events`).
@@ -194,6 +197,7 @@ impl SqlStore {
             log_group: Default::default(),
             summaries: Default::default(),
             sqlite_metrics: None,
+            sqlite_series: None,
             decoded_metric_rows: Default::default(),
             webhook_signal: Default::default(),
             series: Default::default(),
@@ -201,6 +205,7 @@ impl SqlStore {
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
         store.sqlite_metrics = Some(sqlite_metrics::SqliteMetricsWriter::start(path)?);
+        store.sqlite_series = Some(sqlite_series::SqliteSeriesReader::new(path));
         Ok(store)
     }
 
@@ -215,6 +220,7 @@ impl SqlStore {
             log_group: Default::default(),
             summaries: Default::default(),
             sqlite_metrics: None,
+            sqlite_series: None,
             decoded_metric_rows: Default::default(),
             webhook_signal: Default::default(),
             series: Default::default(),
@@ -243,6 +249,7 @@ impl SqlStore {
             log_group: Default::default(),
             summaries: Default::default(),
             sqlite_metrics: None,
+            sqlite_series: None,
             decoded_metric_rows: Default::default(),
             webhook_signal: Default::default(),
             series: Default::default(),
