@@ -209,9 +209,7 @@ impl SqlStore {
             format!("SELECT e.id FROM experiments e {owner_join} WHERE {where_sql} ORDER BY {order} LIMIT {limit} OFFSET {offset}");
         let list_sql = match self.pool {
             Pool::Sqlite(_) => {
-                format!(
-                    "{LIST_COLUMNS} FROM ({page_ids}) page JOIN experiments e ON e.id = page.id {EXPERIMENT_JOINS} ORDER BY {order}"
-                )
+                format!("{LIST_COLUMNS} FROM ({page_ids}) page JOIN experiments e ON e.id = page.id {EXPERIMENT_JOINS} ORDER BY {order}")
             }
             // An array evaluated once, so the page's rows are read through the primary key: as a
             // join, PostgreSQL's planner hash-joins a scan of every experiment (~5x slower at 10,000).
