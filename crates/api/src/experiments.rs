@@ -131,7 +131,7 @@ pub struct Experiment {
     /// The fully defaulted configuration (passed through as stored: lists carry one per row).
     #[schema(value_type = Object)]
     pub config: crate::raw_json::RawJson,
-    /// The YAML as submitted.
+    /// The YAML as submitted; empty in list responses (as upstream's).
     pub original_config: String,
     pub project_owner_id: i32,
     /// Bytes of completed checkpoints, as an int64 string.

@@ -171,6 +171,7 @@ pub trait Store: WebhookStore + ClusterStore + AgentControlStore + JobQueueStore
     async fn experiment_by_id(&self, id: i32) -> StoreResult<ExperimentRecord>;
     /// The model definition as stored (tar.gz bytes).
     async fn experiment_model_definition(&self, id: i32) -> StoreResult<Vec<u8>>;
+    /// Records without `original_config` (empty): `experiment_by_id` reads it.
     async fn list_experiments(&self, filter: &ExperimentFilter) -> StoreResult<ExperimentPage>;
     /// Writes the state unconditionally; the caller has checked the transition.
     async fn update_experiment_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()>;

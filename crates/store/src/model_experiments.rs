@@ -110,6 +110,7 @@ pub struct ExperimentFilter {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ExperimentPage {
+    /// `original_config` left empty (see `Store::list_experiments`).
     pub experiments: Vec<ExperimentRecord>,
     /// Matching rows before offset/limit.
     pub total: i64,

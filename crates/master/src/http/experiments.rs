@@ -167,9 +167,9 @@ pub async fn list(
         })
         .await?;
     let pagination = wire::pagination(offset, limit, &page);
-    // The stored texts are copied into the answer as they are (`originalConfig` escaped: a little
-    // longer); the other fields of a row take well under 1 KB.
-    let capacity = page.items.iter().map(|v| v.record.config.raw().get().len() + v.record.original_config.len() * 9 / 8 + 1024).sum();
+    // The stored configs are copied into the answer as they are (a list leaves `originalConfig`
+    // empty, as upstream's); the other fields of a row take well under 1 KB.
+    let capacity = page.items.iter().map(|v| v.record.config.raw().get().len() + 1024).sum();
     let value = GetExperimentsResponse { experiments: page.items.into_iter().map(wire::experiment).collect(), pagination };
     Ok(SizedJson { value, capacity })
 }

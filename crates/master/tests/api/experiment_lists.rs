@@ -32,7 +32,13 @@ pub async fn list_filters_sorts_and_paginates(m: &TestMaster) {
     assert_eq!(all.body["pagination"], json!({"offset": 0, "limit": 0, "startIndex": 0, "endIndex": 4, "total": 4}));
     for e in all.body["experiments"].as_array().unwrap() {
         assert_required_keys(e);
+        // As upstream's GetExperiments: the submitted YAML only in a describe.
+        assert_eq!(e["originalConfig"], "", "{e}");
+        assert_eq!(e["config"]["name"], e["name"]);
     }
+    let first = all.body["experiments"][0]["id"].as_i64().unwrap();
+    let one = m.get(&format!("/api/v1/experiments/{first}"), Some(&admin)).await;
+    assert!(one.body["experiment"]["originalConfig"].as_str().unwrap().starts_with("name: bravo\n"), "{}", one.text);
 
     let cases = [
         ("users=alice", vec!["charlie", "delta"]),
