@@ -187,7 +187,11 @@ mod tests {
         for (i, body) in bodies.iter().enumerate() {
             let v: Value = serde_json::from_str(body).unwrap();
             let empty = serde_json::Map::new();
-            b.push(i as i64, DateTime::from_timestamp_micros(i as i64).unwrap(), v.get("avgMetrics").and_then(Value::as_object).unwrap_or(&empty));
+            b.push(
+                i as i64,
+                DateTime::from_timestamp_micros(i as i64).unwrap(),
+                v.get("avgMetrics").and_then(Value::as_object).unwrap_or(&empty),
+            );
         }
         b.finish()
     }
