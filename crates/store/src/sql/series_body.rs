@@ -17,83 +17,45 @@ use crate::model_series::{MetricSeriesBuilder, Reported};
 pub(crate) fn push_body(builder: &mut MetricSeriesBuilder, steps: i64, time_micros: i64, body: &str) -> serde_json::Result<()> {
     builder.start_report(steps, time_micros);
     let mut de = serde_json::Deserializer::from_str(body);
-    let result = BodySeed(builder).deserialize(&mut de).and_then(|()| de.end());
+    let result = Part { builder: &mut *builder, metrics: false }.deserialize(&mut de).and_then(|()| de.end());
     builder.end_report();
     result
 }
 
-struct BodySeed<'b>(&'b mut MetricSeriesBuilder);
+/// A part of the body: the body itself (`metrics: false`) or its `avgMetrics` (`true`). Either,
+/// when not an object, is a report of no metrics.
+struct Part<'b> {
+    builder: &'b mut MetricSeriesBuilder,
+    metrics: bool,
+}
 
-impl<'de> DeserializeSeed<'de> for BodySeed<'_> {
+impl<'de> DeserializeSeed<'de> for Part<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for BodySeed<'_> {
+impl<'de> Visitor<'de> for Part<'_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a report body object")
+        f.write_str(if self.metrics { "an avgMetrics object" } else { "a report body object" })
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut seen = false;
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if key == "avgMetrics" {
+            if self.metrics {
+                let value = map.next_value::<ReportedValue>()?;
+                self.builder.metric(&key, value.0);
+            } else if key == "avgMetrics" {
                 if seen {
                     return Err(de::Error::duplicate_field("avgMetrics"));
                 }
                 seen = true;
-                map.next_value_seed(MetricsSeed(&mut *self.0))?;
+                map.next_value_seed(Part { builder: &mut *self.builder, metrics: true })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
-        }
-        Ok(())
-    }
-    // Any other JSON value: a report of no metrics.
-    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        IgnoredAny.visit_seq(seq).map(drop)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-}
-
-/// `avgMetrics`: each entry to the builder; a non-object is no metrics.
-struct MetricsSeed<'b>(&'b mut MetricSeriesBuilder);
-
-impl<'de> DeserializeSeed<'de> for MetricsSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for MetricsSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an avgMetrics object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(name) = map.next_key::<Cow<'de, str>>()? {
-            let value = map.next_value::<ReportedValue>()?;
-            self.0.metric(&name, value.0);
         }
         Ok(())
     }
