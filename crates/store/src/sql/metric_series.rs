@@ -34,7 +34,8 @@ fn admitted(bytes: usize) -> bool {
     bytes <= CACHE_BYTES
 }
 
-const LIVE_SERIES: &str = "SELECT steps_completed, report_time, body FROM metrics \
+/// The live rows of `$1`'s group `$2` in step order (both readers; SQLite numbers `$n` in order).
+pub(super) const LIVE_SERIES: &str = "SELECT steps_completed, report_time, body FROM metrics \
      WHERE trial_id = $1 AND archived = FALSE AND metric_group = $2 ORDER BY steps_completed, id";
 
 struct Entry {

@@ -14,12 +14,10 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
+use super::metric_series::LIVE_SERIES;
 use super::series_body::push_body;
 use crate::error::{StoreError, StoreResult};
 use crate::model_series::{MetricSeries, MetricSeriesBuilder};
-
-const LIVE_SERIES: &str = "SELECT steps_completed, report_time, body FROM metrics \
-     WHERE trial_id = ?1 AND archived = FALSE AND metric_group = ?2 ORDER BY steps_completed, id";
 
 /// Reads series from the database file at `path`.
 pub(crate) struct SqliteSeriesReader {
