@@ -7,11 +7,12 @@
 // requests answer 401 too).
 
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, forgetConditional, onUnauthenticated } from "./api";
+import { api, ApiError, forgetConditional, onUnauthenticated, prefetch, type User } from "./api";
 import { ErrorBanner, NotFound, Spinner } from "./components/ui";
 import { lazy } from "./lazy";
 import { Login } from "./pages/Login";
-import { Link, match, navigate, useLocation } from "./router";
+import { experimentsFilter, experimentsView } from "./pages/experimentsQuery";
+import { currentPath, Link, match, navigate, useLocation } from "./router";
 import { currentUser, setUser, useUser } from "./session";
 
 const Dashboard = lazy(() => import("./pages/Dashboard").then((m) => m.Dashboard));
@@ -21,6 +22,21 @@ const Trial = lazy(() => import("./pages/Trial").then((m) => m.Trial));
 const AdminUsers = lazy(() => import("./pages/Admin").then((m) => m.AdminUsers));
 const Cluster = lazy(() => import("./pages/Cluster").then((m) => m.Cluster));
 const Tasks = lazy(() => import("./pages/Tasks").then((m) => m.Tasks));
+
+// The first reads start when the entry runs, before the first render: effects run only after
+// the first paint (a frame or more later; 100–170 ms on a loaded machine), and the page's code
+// chunk is still on its way. `/api/v1/me` is taken by the App's first effect; the experiments
+// list's first page is taken by that page's first read (api.ts, `prefetch`).
+let firstMe: Promise<User> | undefined = api.me();
+firstMe.catch(() => undefined);
+startFirstPageRead(currentPath(), new URLSearchParams(window.location.search));
+
+function startFirstPageRead(path: string, query: URLSearchParams) {
+  const p = path.replace(/\/+$/, "") || "/";
+  const project = match("/projects/:id/experiments", p);
+  if (p === "/experiments" || (project && isId(project.id)))
+    prefetch(api.experimentsPath(experimentsFilter(experimentsView(query), project ? Number(project.id) : undefined)));
+}
 
 function toLogin(expired: boolean) {
   const here = window.location.pathname + window.location.search;
@@ -39,8 +55,9 @@ export function App() {
   const [attempt, setAttempt] = useState(0);
 
   useEffect(() => {
-    api
-      .me()
+    const me = firstMe ?? api.me();
+    firstMe = undefined; // a retry asks again
+    me
       .then((u) => setUser(u))
       .catch((e) => {
         if (e instanceof ApiError && e.kind === "unauthenticated") {

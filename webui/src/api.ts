@@ -96,8 +96,32 @@ const CONDITIONAL_MAX = 200;
 /** How many GETs the master answered 304 (read by the end-to-end test). */
 export const conditionalStats = { notModified: 0 };
 
+/**
+ * Reads started before their page asked for them: the entry starts the first request of the page
+ * it is opening (App.tsx) while the page's own code chunk is still loading, and the page's first
+ * GET of that exact URL takes the answer in flight instead of asking again. Taken once; an
+ * untaken one is dropped after [PREFETCH_TTL_MS], so a later visit always reads afresh.
+ */
+const prefetched = new Map<string, { at: number; answer: Promise<unknown> }>();
+const PREFETCH_TTL_MS = 5000;
+
+export function prefetch(path: string): void {
+  const answer = json<unknown>("GET", path);
+  answer.catch(() => undefined); // the taker sees the error; an untaken one is not "unhandled"
+  prefetched.set(path, { at: performance.now(), answer });
+}
+
+function takePrefetched(path: string): Promise<unknown> | undefined {
+  const p = prefetched.get(path);
+  if (!p) return undefined;
+  prefetched.delete(path);
+  return performance.now() - p.at <= PREFETCH_TTL_MS ? p.answer : undefined;
+}
+
 async function json<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
   if (method !== "GET") return (await (await request(method, path, body, signal)).json()) as T;
+  const early = takePrefetched(path);
+  if (early) return (await early) as T;
   const kept = conditional.get(path);
   const res = await request(method, path, undefined, signal, kept?.etag);
   if (res.status === 304 && kept) {
@@ -118,6 +142,7 @@ async function json<T>(method: string, path: string, body?: unknown, signal?: Ab
 /** Forgets kept bodies (after a write whose effect the next read must show, and on sign-out). */
 export function forgetConditional(): void {
   conditional.clear();
+  prefetched.clear();
 }
 
 // ---- wire types (the fields the UI reads; camelCase as the master sends them) ----------------
@@ -207,13 +232,9 @@ export const api = {
       throw e;
     }
   },
+  experimentsPath: (f: ExperimentFilter) => "/api/v1/experiments" + queryString({ ...f }),
   experiments: (f: ExperimentFilter, signal?: AbortSignal) =>
-    json<{ experiments: Experiment[]; pagination: Pagination }>(
-      "GET",
-      "/api/v1/experiments" + queryString({ ...f }),
-      undefined,
-      signal,
-    ),
+    json<{ experiments: Experiment[]; pagination: Pagination }>("GET", api.experimentsPath(f), undefined, signal),
   experiment: (id: number, signal?: AbortSignal) => json<ExperimentDetail>("GET", `/api/v1/experiments/${id}`, undefined, signal),
   experimentAction: (id: number, action: "pause" | "activate" | "cancel" | "kill" | "archive" | "unarchive") =>
     json<unknown>("POST", `/api/v1/experiments/${id}/${action}`, {}),

@@ -6,8 +6,8 @@ import { useEffect, useState } from "preact/hooks";
 
 const UPSTREAM_PREFIX = "/det";
 
-/** The current path without upstream's /det prefix. */
-function currentPath(): string {
+/** The current path without upstream's /det prefix (rewriting the address bar's). */
+export function currentPath(): string {
   const p = window.location.pathname;
   if (p === UPSTREAM_PREFIX || p.startsWith(UPSTREAM_PREFIX + "/")) {
     const rest = p.slice(UPSTREAM_PREFIX.length) || "/";

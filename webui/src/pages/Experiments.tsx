@@ -2,28 +2,17 @@
 // GET /api/v1/experiments. Filters live in the URL's query string, so a filtered view is a link.
 
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, clusterApi, forgetConditional, type BulkAction, type Experiment, type ExperimentState, type SortBy } from "../api";
+import { api, ApiError, clusterApi, forgetConditional, type BulkAction, type Experiment, type SortBy } from "../api";
 import { useResource } from "../components/data";
 import { ExperimentTable } from "../components/ExperimentTable";
 import { isLive } from "../components/format";
 import { Card, ErrorBanner, ErrorView, PageHeader, Spinner } from "../components/ui";
 import { navigate, setQuery, type Location } from "../router";
-
-const PAGE_SIZE = 20;
-const STATES: ExperimentState[] = ["STATE_ACTIVE", "STATE_PAUSED", "STATE_COMPLETED", "STATE_CANCELED", "STATE_ERROR", "STATE_STOPPING_CANCELED", "STATE_STOPPING_KILLED"];
-const SORTS: SortBy[] = ["SORT_BY_ID", "SORT_BY_NAME", "SORT_BY_START_TIME", "SORT_BY_END_TIME", "SORT_BY_STATE", "SORT_BY_PROGRESS", "SORT_BY_USER"];
+import { experimentsFilter, experimentsView, PAGE_SIZE, STATES } from "./experimentsQuery";
 
 export function Experiments({ loc, projectId }: { loc: Location; projectId?: number }) {
-  const q = loc.query;
-  const state = (q.get("state") ?? "") as ExperimentState | "";
-  const user = q.get("user") ?? "";
-  const name = q.get("name") ?? "";
-  const label = q.get("label") ?? "";
-  const sortParam = q.get("sort") as SortBy | null;
-  const sortBy: SortBy = sortParam && SORTS.includes(sortParam) ? sortParam : "SORT_BY_ID";
-  const orderBy = q.get("order") === "asc" ? "ORDER_BY_ASC" : "ORDER_BY_DESC";
-  const page = Math.max(1, Number.parseInt(q.get("page") ?? "1", 10) || 1);
-  const archived = q.get("archived") === "1";
+  const view = experimentsView(loc.query);
+  const { state, user, name, label, sortBy, orderBy, page, archived } = view;
 
   // Text inputs update the URL after a pause in typing.
   const [nameDraft, setNameDraft] = useState(name);
@@ -38,22 +27,7 @@ export function Experiments({ loc, projectId }: { loc: Location; projectId?: num
   }, [nameDraft, userDraft, labelDraft]);
 
   const list = useResource(
-    (signal) =>
-      api.experiments(
-        {
-          states: state ? [state] : undefined,
-          users: user ? [user] : undefined,
-          name: name || undefined,
-          labels: label ? [label] : undefined,
-          sortBy,
-          orderBy,
-          offset: (page - 1) * PAGE_SIZE,
-          limit: PAGE_SIZE,
-          archived: archived ? undefined : false,
-          projectId,
-        },
-        signal,
-      ),
+    (signal) => api.experiments(experimentsFilter(view, projectId), signal),
     [state, user, name, label, sortBy, orderBy, page, archived, projectId],
     { intervalMs: 5000, live: (r) => r.experiments.some((e) => isLive(e.state)) },
   );
