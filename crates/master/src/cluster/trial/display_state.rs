@@ -6,8 +6,9 @@
 //! event, only when they change, and only over another active state, so they never undo a pause or
 //! a stop the API stored meanwhile.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
+use crate::cluster::allocations::AllocationOwner;
 use crate::cluster::orchestrator::{LoopResult, Orchestrator};
 use crate::domain::{ACTIVE_STATE_NAMES, ExperimentState, TrialState};
 
@@ -53,17 +54,29 @@ impl DisplayStates {
 }
 
 impl Orchestrator {
-    /// A trial's substate from its allocation: `None` without one (paused, between runs).
-    fn trial_substate(&self, trial_id: i32) -> Option<TrialState> {
-        let allocation_id = self.trials.get(&trial_id)?.allocation.as_ref()?;
-        let allocation = self.allocations.get(allocation_id)?;
-        Some(if allocation.running {
-            TrialState::Running
-        } else if allocation.started() {
-            TrialState::Starting
-        } else {
-            TrialState::Queued
-        })
+    /// Every trial with a current allocation, with its substate (QUEUED, STARTING or RUNNING) and
+    /// its experiment. A trial without one (paused, between runs) has none. Visits the
+    /// allocations, not every trial the loop knows: a cluster with thousands of paused
+    /// experiments pays nothing for them after each event.
+    fn trial_substates(&self) -> Vec<(i32, i32, TrialState)> {
+        let mut out = Vec::with_capacity(self.allocations.len());
+        for (allocation_id, allocation) in &self.allocations {
+            let AllocationOwner::Trial(trial_id) = allocation.owner else { continue };
+            let Some(trial) = self.trials.get(&trial_id) else { continue };
+            // An allocation the trial has moved on from (ending) says nothing of its state.
+            if trial.allocation.as_deref() != Some(allocation_id.as_str()) {
+                continue;
+            }
+            let substate = if allocation.running {
+                TrialState::Running
+            } else if allocation.started() {
+                TrialState::Starting
+            } else {
+                TrialState::Queued
+            };
+            out.push((trial_id, trial.experiment_id, substate));
+        }
+        out
     }
 
     /// Writes every live trial's and active experiment's substate that changed since the last call.
@@ -74,17 +87,12 @@ impl Orchestrator {
     }
 
     async fn try_sync_display_states(&mut self) -> LoopResult<()> {
-        let mut trials: Vec<(i32, i32, Option<TrialState>)> = self.trials.iter().map(|(id, t)| (*id, t.experiment_id, None)).collect();
-        for entry in &mut trials {
-            entry.2 = self.trial_substate(entry.0);
-        }
+        let trials = self.trial_substates();
+        // Paused or between runs (or gone): the next allocation writes its state afresh.
+        let with_substate: HashSet<i32> = trials.iter().map(|t| t.0).collect();
+        self.display.trials.retain(|id, _| with_substate.contains(id));
         let mut best: HashMap<i32, TrialState> = HashMap::new();
         for &(trial_id, experiment_id, substate) in &trials {
-            let Some(substate) = substate else {
-                // Paused or between runs: the next allocation writes its state afresh.
-                self.display.trials.remove(&trial_id);
-                continue;
-            };
             let top = best.entry(experiment_id).or_insert(substate);
             if rank(substate) > rank(*top) {
                 *top = substate;
@@ -94,22 +102,18 @@ impl Orchestrator {
                 self.display.trials.insert(trial_id, substate);
             }
         }
-        let live_trials: std::collections::HashSet<i32> = trials.iter().map(|t| t.0).collect();
-        self.display.trials.retain(|id, _| live_trials.contains(id));
 
-        let experiments: Vec<(i32, ExperimentState)> = self.experiments.values().map(|e| (e.id, e.state)).collect();
-        for (experiment_id, state) in &experiments {
-            if *state != ExperimentState::Active {
-                self.display.experiments.remove(experiment_id);
-                continue;
-            }
-            let wanted = best.get(experiment_id).map_or(ExperimentState::Active, |t| experiment_state_of(*t));
-            if self.display.experiments.get(experiment_id) != Some(&wanted) {
-                self.store.update_experiment_state_if(*experiment_id, &ACTIVE_STATE_NAMES, wanted.as_str(), None).await?;
-                self.display.experiments.insert(*experiment_id, wanted);
+        // Only an active experiment shows a substate; any other (or a gone one) is forgotten.
+        let experiments = &self.experiments;
+        self.display.experiments.retain(|id, _| experiments.get(id).is_some_and(|e| e.state == ExperimentState::Active));
+        let active: Vec<i32> = self.experiments.values().filter(|e| e.state == ExperimentState::Active).map(|e| e.id).collect();
+        for experiment_id in active {
+            let wanted = best.get(&experiment_id).map_or(ExperimentState::Active, |t| experiment_state_of(*t));
+            if self.display.experiments.get(&experiment_id) != Some(&wanted) {
+                self.store.update_experiment_state_if(experiment_id, &ACTIVE_STATE_NAMES, wanted.as_str(), None).await?;
+                self.display.experiments.insert(experiment_id, wanted);
             }
         }
-        self.display.experiments.retain(|id, _| self.experiments.contains_key(id));
         Ok(())
     }
 }
