@@ -11,7 +11,7 @@ use crate::decisions::{Assignment, PassOutcome, WaitReason};
 use crate::filling::{self, Claim};
 use crate::fit::{self, Agents, Fitter};
 use crate::fit_cache::FitCache;
-use crate::ids::JobId;
+use crate::ids::{JobId, LogicalTime};
 use crate::request::{DEFAULT_WEIGHT, Entry};
 use crate::state::{PoolState, Queued};
 
@@ -28,9 +28,12 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
 
     let groups = group_demand(state, &fitter, &order, &mut outcome);
     // Sorted by demand, then place (then creation, which a stable sort of the shares would keep),
-    // as indices: a share is ten times the size of an index.
-    let mut sorted: Vec<usize> = (0..groups.shares.len()).collect();
-    sorted.sort_unstable_by_key(|&i| (groups.shares[i].claim.demand, groups.shares[i].claim.position, i));
+    // as keys ending in the share's index: a share is ten times the size of a key, and a key read
+    // in place is no trip to the share.
+    let mut keys: Vec<(u32, (LogicalTime, u64), usize)> =
+        groups.shares.iter().enumerate().map(|(i, share)| (share.claim.demand, share.claim.position, i)).collect();
+    keys.sort_unstable();
+    let sorted: Vec<usize> = keys.into_iter().map(|(_, _, i)| i).collect();
     let capacity = state.agents.values().filter(|a| a.takes_work()).map(|a| a.num_usable()).sum();
     let mut claims: Vec<Claim> = sorted.iter().map(|&i| groups.shares[i].claim.clone()).collect();
     filling::offer_slots(&mut claims, capacity);

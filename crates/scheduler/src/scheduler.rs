@@ -1,7 +1,7 @@
 //! [`Scheduler`]: one resource pool's scheduler as a deterministic state machine. Every input is
 //! a method call; [`Scheduler::schedule`] runs the configured policy and applies its decisions.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use crate::agent::{Agent, AgentSpec, Slot};
@@ -175,14 +175,26 @@ impl Scheduler {
 
     fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
         let mut decisions = Decisions::default();
-        let assigned: FxHashSet<AllocationId> = outcome.assignments.iter().map(|a| a.allocation_id.clone()).collect();
-        for assignment in outcome.assignments {
-            let Some(entry) = self.state.entries.get_mut(&assignment.allocation_id) else { continue };
+        // Each assignment by id, found in the one walk over the requests below that also files
+        // every waiting reason: no lookup in the ordered map per assignment (issue 13).
+        let assigned: FxHashMap<AllocationId, usize> =
+            outcome.assignments.iter().enumerate().map(|(index, a)| (a.allocation_id.clone(), index)).collect();
+        let mut applied = vec![false; outcome.assignments.len()];
+        let mut waiting = outcome.waiting;
+        let state = &mut self.state;
+        // Policies assign queued requests only.
+        for entry in state.entries.values_mut().filter(|e| !e.state.is_scheduled()) {
+            let Some(&index) = assigned.get(entry.id()) else {
+                // Every request still queued gets this pass's reason (or none).
+                entry.state = AllocationState::Queued { reason: waiting.get(entry.id()).cloned() };
+                continue;
+            };
+            let assignment = &outcome.assignments[index];
             debug_assert!(assignment.placements.iter().all(|p| {
-                let agent = &self.state.agents[&p.agent_id];
+                let agent = &state.agents[&p.agent_id];
                 p.slot_ids.iter().all(|id| agent.slots[id].enabled && agent.slots[id].allocation.is_none())
             }));
-            fit::hold(&mut self.state.agents, &assignment.allocation_id, &assignment.placements);
+            fit::hold(&mut state.agents, &assignment.allocation_id, &assignment.placements);
             entry.state = AllocationState::Scheduled {
                 placements: assignment.placements.clone(),
                 backfilled: assignment.backfilled,
@@ -190,8 +202,9 @@ impl Scheduler {
                 preempting: false,
                 resources_lost: false,
             };
-            decisions.assignments.push(assignment);
+            applied[index] = true;
         }
+        decisions.assignments = outcome.assignments.into_iter().zip(applied).filter_map(|(a, applied)| applied.then_some(a)).collect();
         for allocation_id in outcome.preemptions {
             if let Some(Entry { state: AllocationState::Scheduled { preempting: preempting @ false, .. }, .. }) =
                 self.state.entries.get_mut(&allocation_id)
@@ -200,17 +213,10 @@ impl Scheduler {
                 decisions.preemptions.push(allocation_id);
             }
         }
-        // Every request still queued gets this pass's reason (or none); walked in map order and
-        // then reported in queue order, without a lookup by id per request.
-        let mut waiting = outcome.waiting;
-        for entry in self.state.entries.values_mut() {
-            if !entry.state.is_scheduled() {
-                entry.state = AllocationState::Queued { reason: waiting.get(entry.id()).cloned() };
-            }
-        }
+        // Reported in queue order.
         for allocation_id in outcome.queued {
             if let Some(reason) = waiting.remove(&allocation_id)
-                && !assigned.contains(&allocation_id)
+                && !assigned.contains_key(&allocation_id)
             {
                 decisions.waiting.push(Waiting { allocation_id, reason });
             }
