@@ -1,7 +1,6 @@
 //! [`Scheduler`]: one resource pool's scheduler as a deterministic state machine. Every input is
 //! a method call; [`Scheduler::schedule`] runs the configured policy and applies its decisions.
 
-use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use crate::agent::{Agent, AgentSpec, Slot};
@@ -174,22 +173,29 @@ impl Scheduler {
     }
 
     fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
-        let mut decisions = Decisions::default();
-        // Each assignment by id, found in the one walk over the requests below that also files
-        // every waiting reason: no lookup in the ordered map per assignment (issue 13).
-        let assigned: FxHashMap<AllocationId, usize> =
-            outcome.assignments.iter().enumerate().map(|(index, a)| (a.allocation_id.clone(), index)).collect();
-        let mut applied = vec![false; outcome.assignments.len()];
-        let mut waiting = outcome.waiting;
+        let PassOutcome { assignments, assigned, preemptions, mut waiting, queued } = outcome;
+        // Requests are named by their index in the map of requests: one walk over the map
+        // applies every assignment and files every reason, with no lookup by id (issue 13).
+        let mut assignment_of: Vec<Option<usize>> = vec![None; self.state.entries.len()];
+        for (n, &index) in assigned.iter().enumerate() {
+            assignment_of[index] = Some(n);
+        }
+        let mut applied = vec![false; assignments.len()];
+        // The ids of the requests that stay queued with a reason, by index.
+        let mut waiting_ids: Vec<Option<AllocationId>> = vec![None; self.state.entries.len()];
         let state = &mut self.state;
         // Policies assign queued requests only.
-        for entry in state.entries.values_mut().filter(|e| !e.state.is_scheduled()) {
-            let Some(&index) = assigned.get(entry.id()) else {
+        for (index, entry) in state.entries.values_mut().enumerate().filter(|(_, e)| !e.state.is_scheduled()) {
+            let Some(n) = assignment_of[index] else {
                 // Every request still queued gets this pass's reason (or none).
-                entry.state = AllocationState::Queued { reason: waiting.get(entry.id()).cloned() };
+                let reason = waiting[index].clone();
+                if reason.is_some() {
+                    waiting_ids[index] = Some(entry.id().clone());
+                }
+                entry.state = AllocationState::Queued { reason };
                 continue;
             };
-            let assignment = &outcome.assignments[index];
+            let assignment = &assignments[n];
             debug_assert!(assignment.placements.iter().all(|p| {
                 let agent = &state.agents[&p.agent_id];
                 p.slot_ids.iter().all(|id| agent.slots[id].enabled && agent.slots[id].allocation.is_none())
@@ -202,10 +208,13 @@ impl Scheduler {
                 preempting: false,
                 resources_lost: false,
             };
-            applied[index] = true;
+            applied[n] = true;
         }
-        decisions.assignments = outcome.assignments.into_iter().zip(applied).filter_map(|(a, applied)| applied.then_some(a)).collect();
-        for allocation_id in outcome.preemptions {
+        let mut decisions = Decisions {
+            assignments: assignments.into_iter().zip(applied).filter_map(|(a, applied)| applied.then_some(a)).collect(),
+            ..Decisions::default()
+        };
+        for allocation_id in preemptions {
             if let Some(Entry { state: AllocationState::Scheduled { preempting: preempting @ false, .. }, .. }) =
                 self.state.entries.get_mut(&allocation_id)
             {
@@ -214,10 +223,8 @@ impl Scheduler {
             }
         }
         // Reported in queue order.
-        for allocation_id in outcome.queued {
-            if let Some(reason) = waiting.remove(&allocation_id)
-                && !assigned.contains_key(&allocation_id)
-            {
+        for index in queued {
+            if let (Some(allocation_id), Some(reason)) = (waiting_ids[index].take(), waiting[index].take()) {
                 decisions.waiting.push(Waiting { allocation_id, reason });
             }
         }

@@ -20,6 +20,9 @@ pub(crate) struct Queued<'a> {
     pub entry: &'a Entry,
     pub job: Option<&'a JobGroup>,
     pub key: QueueKey,
+    /// The request's place in [`PoolState::entries`] (map order), which names it in a
+    /// [`PassOutcome`](crate::decisions::PassOutcome).
+    pub index: usize,
 }
 
 impl Queued<'_> {
@@ -98,11 +101,12 @@ impl PoolState {
         let mut queued: Vec<Queued<'_>> = self
             .entries
             .values()
-            .map(|entry| {
+            .enumerate()
+            .map(|(index, entry)| {
                 let job = job_of(&entry.request.job_id);
                 let priority = if fair_share { 0 } else { job.map_or(DEFAULT_PRIORITY, |job| job.priority) };
                 let (job_time, job_seq) = job.map_or((entry.request.submitted_at, entry.seq), JobGroup::position);
-                Queued { entry, job, key: (priority, job_time, job_seq, entry.request.submitted_at, entry.seq) }
+                Queued { entry, job, key: (priority, job_time, job_seq, entry.request.submitted_at, entry.seq), index }
             })
             .collect();
         // Every key is distinct (it ends with the request's own sequence number), so an unstable
