@@ -28,8 +28,8 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
 
     let groups = group_demand(state, &fitter, &order, &mut outcome);
     // Sorted by demand, then place (then creation, which a stable sort of the shares would keep),
-    // as keys ending in the share's index: a share is ten times the size of a key, and a key read
-    // in place is no trip to the share.
+    // as keys ending in the share's index: a key is a third of a share's size, and comparing keys
+    // in place makes no trip to the shares.
     let mut keys: Vec<(u32, (LogicalTime, u64), usize)> =
         groups.shares.iter().enumerate().map(|(i, share)| (share.claim.demand, share.claim.position, i)).collect();
     keys.sort_unstable();
@@ -70,7 +70,7 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     outcome
 }
 
-/// Starts `entry` if it fits the view now, or records why not. True if it started.
+/// Starts `queued` if it fits the view now, or records why not. True if it started.
 fn start_or_wait<'a>(fitter: &Fitter, cache: &mut FitCache<'a>, view: &mut Agents, queued: Queued<'a>, outcome: &mut PassOutcome) -> bool {
     let entry = queued.entry;
     match cache.find(fitter, &entry.request, view) {
