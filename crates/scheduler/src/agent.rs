@@ -134,11 +134,16 @@ impl Agent {
     }
 
     fn recount(&mut self) {
-        self.counts = SlotCounts {
+        self.counts = self.counted();
+    }
+
+    /// The counts, from a walk over every slot.
+    fn counted(&self) -> SlotCounts {
+        SlotCounts {
             free: count(self.free_slots()),
             usable: count(self.slots.values().filter(|s| s.enabled)),
             used: count(self.slots.values().filter(|s| s.allocation.is_some())),
-        };
+        }
     }
 
     /// Every allocation holding a slot or an aux container here, sorted.
@@ -147,17 +152,24 @@ impl Agent {
         on_slots.chain(self.aux.iter().cloned()).collect()
     }
 
-    /// Marks `slots` (or one aux container when `slots` is empty) as held by `allocation`.
+    /// Marks `slots` (or one aux container when `slots` is empty) as held by `allocation`. The
+    /// counts follow each slot taken, without a walk over all of them (a pass holds thousands).
     pub fn hold(&mut self, allocation: &AllocationId, slots: &[SlotId]) {
         if slots.is_empty() {
             self.aux.insert(allocation.clone());
         }
         for id in slots {
             if let Some(slot) = self.slots.get_mut(id) {
+                if slot.allocation.is_none() {
+                    self.counts.used += 1;
+                    if slot.enabled {
+                        self.counts.free -= 1;
+                    }
+                }
                 slot.allocation = Some(allocation.clone());
             }
         }
-        self.recount();
+        debug_assert_eq!(self.counts, self.counted());
     }
 
     /// Frees everything `allocation` holds here.
@@ -174,4 +186,25 @@ impl Agent {
 
 fn count<T>(items: impl Iterator<Item = T>) -> u32 {
     u32::try_from(items.count()).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holding_keeps_the_counts_of_a_walk_over_the_slots() {
+        let spec = AgentSpec::new("a", "default").with_slots(DeviceType::Cuda, 8);
+        let mut agent = Agent::from_spec(spec).expect("valid agent");
+        agent.set_slot_enabled(2, false);
+        let (a, b) = (AllocationId::new("a.1"), AllocationId::new("b.1"));
+        // Free, disabled, held again by another, unknown, and an aux container.
+        for (allocation, slots) in [(&a, vec![0, 1]), (&b, vec![2, 3]), (&b, vec![1, 4, 99]), (&a, vec![])] {
+            agent.hold(allocation, &slots);
+            assert_eq!(agent.counts, agent.counted(), "after holding {slots:?}");
+        }
+        assert_eq!((agent.num_free(), agent.num_usable(), agent.num_used()), (3, 7, 5));
+        agent.free(&b);
+        assert_eq!(agent.counts, agent.counted());
+    }
 }

@@ -1,12 +1,12 @@
 //! What a scheduling pass tells the master: allocations to start (with their placements),
 //! allocations to preempt gracefully, and why every other request still waits.
 
-use rustc_hash::FxHashMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{AgentId, AllocationId, SlotId};
+use crate::state::Queued;
 
 /// The slots an allocation takes on one agent. Zero-slot (aux) allocations get one placement
 /// with no slot ids: an aux container on that agent.
@@ -51,24 +51,43 @@ impl Decisions {
     }
 }
 
-/// What a policy decided in one pass, before it is applied to the state.
-#[derive(Debug, Default)]
+/// What a policy decided in one pass, before it is applied to the state. Requests are named by
+/// their index ([`Queued::index`]: their place in the pool's map of requests), so applying the
+/// pass walks that map once and looks nothing up by id (issue 13).
+#[derive(Debug)]
 pub(crate) struct PassOutcome {
     pub assignments: Vec<Assignment>,
+    /// The request index of each assignment.
+    pub assigned: Vec<usize>,
     /// May name allocations already being preempted; applying skips those.
     pub preemptions: Vec<AllocationId>,
-    /// Looked up once per queued request when the pass is applied (in queue order then).
-    pub waiting: FxHashMap<AllocationId, WaitReason>,
-    /// The requests that were queued when the pass began, in queue order.
-    pub queued: Vec<AllocationId>,
+    /// Each request's reason to wait (the last one given), by request index.
+    pub waiting: Vec<Option<WaitReason>>,
+    /// The indices of the requests that were queued when the pass began, in queue order.
+    pub queued: Vec<usize>,
 }
 
 impl PassOutcome {
-    /// An empty outcome for a pass over `queued` (in queue order), with room for a reason each.
-    pub fn new(queued: Vec<AllocationId>) -> Self {
-        let mut waiting = FxHashMap::default();
-        waiting.reserve(queued.len());
-        PassOutcome { waiting, queued, ..PassOutcome::default() }
+    /// An empty outcome for a pass over `order` (every request of the pool, in queue order).
+    pub fn new(order: &[Queued<'_>]) -> Self {
+        PassOutcome {
+            assignments: Vec::new(),
+            assigned: Vec::new(),
+            preemptions: Vec::new(),
+            waiting: vec![None; order.len()],
+            queued: order.iter().filter(|q| !q.entry.state.is_scheduled()).map(|q| q.index).collect(),
+        }
+    }
+
+    /// Starts `queued` on `placements`.
+    pub fn assign(&mut self, queued: Queued<'_>, placements: Vec<Placement>, backfilled: bool) {
+        self.assignments.push(Assignment { allocation_id: queued.entry.id().clone(), placements, backfilled });
+        self.assigned.push(queued.index);
+    }
+
+    /// `queued` waits for `reason` (replacing any reason given before).
+    pub fn wait(&mut self, queued: Queued<'_>, reason: WaitReason) {
+        self.waiting[queued.index] = Some(reason);
     }
 }
 

@@ -7,30 +7,33 @@
 
 use std::ops::Range;
 
-use crate::decisions::{Assignment, PassOutcome, WaitReason};
+use crate::decisions::{PassOutcome, WaitReason};
 use crate::filling::{self, Claim};
 use crate::fit::{self, Agents, Fitter};
 use crate::fit_cache::FitCache;
-use crate::ids::JobId;
-use crate::request::{DEFAULT_WEIGHT, Entry};
+use crate::ids::{JobId, LogicalTime};
+use crate::request::DEFAULT_WEIGHT;
 use crate::state::{PoolState, Queued};
 
 pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let fitter = state.fitter();
     let mut view = state.agents_view();
     let order = state.queue();
-    let mut outcome = PassOutcome::new(order.iter().filter(|q| !q.entry.state.is_scheduled()).map(|q| q.entry.id().clone()).collect());
+    let mut outcome = PassOutcome::new(&order);
     let mut cache = FitCache::default();
 
-    for entry in order.iter().map(|q| q.entry).filter(|e| e.is_zero_slot() && !e.state.is_scheduled()) {
-        start_or_wait(&fitter, &mut cache, &mut view, entry, &mut outcome);
+    for &queued in order.iter().filter(|q| q.entry.is_zero_slot() && !q.entry.state.is_scheduled()) {
+        start_or_wait(&fitter, &mut cache, &mut view, queued, &mut outcome);
     }
 
     let groups = group_demand(state, &fitter, &order, &mut outcome);
     // Sorted by demand, then place (then creation, which a stable sort of the shares would keep),
-    // as indices: a share is ten times the size of an index.
-    let mut sorted: Vec<usize> = (0..groups.shares.len()).collect();
-    sorted.sort_unstable_by_key(|&i| (groups.shares[i].claim.demand, groups.shares[i].claim.position, i));
+    // as keys ending in the share's index: a key is a third of a share's size, and comparing keys
+    // in place makes no trip to the shares.
+    let mut keys: Vec<(u32, (LogicalTime, u64), usize)> =
+        groups.shares.iter().enumerate().map(|(i, share)| (share.claim.demand, share.claim.position, i)).collect();
+    keys.sort_unstable();
+    let sorted: Vec<usize> = keys.into_iter().map(|(_, _, i)| i).collect();
     let capacity = state.agents.values().filter(|a| a.takes_work()).map(|a| a.num_usable()).sum();
     let mut claims: Vec<Claim> = sorted.iter().map(|&i| groups.shares[i].claim.clone()).collect();
     filling::offer_slots(&mut claims, capacity);
@@ -41,7 +44,7 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
         if claim.active > offered {
             if preemption {
                 let mut active = claim.active;
-                for entry in running.iter().rev().map(|&(_, e)| e).filter(|e| e.request.preemptible) {
+                for entry in running.iter().rev().map(|&(_, q)| q.entry).filter(|e| e.request.preemptible) {
                     if active <= offered {
                         break;
                     }
@@ -49,35 +52,36 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
                     active -= entry.request.slots;
                 }
             }
-            for &(_, entry) in pending {
-                outcome.waiting.insert(entry.id().clone(), WaitReason::OverFairShare { share: offered, used: claim.active });
+            for &(_, queued) in pending {
+                outcome.wait(queued, WaitReason::OverFairShare { share: offered, used: claim.active });
             }
             continue;
         }
         let mut budget = offered - claim.active;
-        for &(_, entry) in pending {
-            if entry.request.slots > budget {
-                let reason = WaitReason::OverFairShare { share: offered, used: offered - budget };
-                outcome.waiting.insert(entry.id().clone(), reason);
-            } else if start_or_wait(&fitter, &mut cache, &mut view, entry, &mut outcome) {
-                budget -= entry.request.slots;
+        for &(_, queued) in pending {
+            let slots = queued.entry.request.slots;
+            if slots > budget {
+                outcome.wait(queued, WaitReason::OverFairShare { share: offered, used: offered - budget });
+            } else if start_or_wait(&fitter, &mut cache, &mut view, queued, &mut outcome) {
+                budget -= slots;
             }
         }
     }
     outcome
 }
 
-/// Starts `entry` if it fits the view now, or records why not. True if it started.
-fn start_or_wait<'a>(fitter: &Fitter, cache: &mut FitCache<'a>, view: &mut Agents, entry: &'a Entry, outcome: &mut PassOutcome) -> bool {
+/// Starts `queued` if it fits the view now, or records why not. True if it started.
+fn start_or_wait<'a>(fitter: &Fitter, cache: &mut FitCache<'a>, view: &mut Agents, queued: Queued<'a>, outcome: &mut PassOutcome) -> bool {
+    let entry = queued.entry;
     match cache.find(fitter, &entry.request, view) {
         Some(placements) => {
             fit::hold(view, entry.id(), &placements);
             cache.held(view, &placements);
-            outcome.assignments.push(Assignment { allocation_id: entry.id().clone(), placements, backfilled: false });
+            outcome.assign(queued, placements, false);
             true
         }
         None => {
-            outcome.waiting.insert(entry.id().clone(), cache.diagnose(fitter, &entry.request, view));
+            outcome.wait(queued, cache.diagnose(fitter, &entry.request, view));
             false
         }
     }
@@ -104,7 +108,7 @@ struct Groups<'a> {
 }
 
 /// A request in [`Groups`]' lists: its share's index and the request.
-type Member<'a> = (usize, &'a Entry);
+type Member<'a> = (usize, Queued<'a>);
 
 impl<'a> Groups<'a> {
     /// The running and the pending requests of share `index`, in queue order.
@@ -129,7 +133,7 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[Queued<'a>],
         if !scheduled {
             let reason = cache.diagnose(fitter, &entry.request, &state.agents);
             if reason.can_never_fit() {
-                outcome.waiting.insert(entry.id().clone(), reason);
+                outcome.wait(*queued, reason);
                 continue;
             }
         }
@@ -163,10 +167,10 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[Queued<'a>],
             if !entry.request.preemptible {
                 claim.presubscribed += slots;
             }
-            groups.running.push((index, entry));
+            groups.running.push((index, *queued));
         } else {
             claim.smallest_pending = Some(claim.smallest_pending.map_or(slots, |s| s.min(slots)));
-            groups.pending.push((index, entry));
+            groups.pending.push((index, *queued));
         }
     }
     for share in &mut groups.shares {

@@ -10,9 +10,34 @@ macro_rules! string_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         /// Shared text: a pass clones ids into its scratch view of every slot, so a clone is a
-        /// reference count, not an allocation.
-        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        /// reference count, not an allocation. Equal and ordered by text; a clone is known equal
+        /// without reading it (a pass looks its own ids up by the thousand, issue 13).
+        #[derive(Clone, Debug, Eq)]
         pub struct $name(Arc<str>);
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+            }
+        }
+
+        impl Ord for $name {
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                if Arc::ptr_eq(&self.0, &other.0) { std::cmp::Ordering::Equal } else { self.0.cmp(&other.0) }
+            }
+        }
+
+        impl std::hash::Hash for $name {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.0.hash(state)
+            }
+        }
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
 
         impl $name {
             pub fn new(id: impl Into<String>) -> Self {
@@ -96,4 +121,24 @@ pub enum DeviceType {
     Cpu,
     Cuda,
     Rocm,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_compare_by_text_whether_shared_or_not() {
+        let words = ["job-10.1", "job-2.1", "job-10.1", "", "job-1.10"];
+        let ids: Vec<AllocationId> = words.iter().map(|w| AllocationId::new(*w)).collect();
+        for (a, x) in ids.iter().zip(words) {
+            assert_eq!(a, &a.clone());
+            assert_eq!(a.cmp(&a.clone()), std::cmp::Ordering::Equal);
+            for (b, y) in ids.iter().zip(words) {
+                assert_eq!(a == b, x == y, "{x} == {y}");
+                assert_eq!(a.cmp(b), x.cmp(y), "{x} cmp {y}");
+                assert_eq!(a.partial_cmp(b), Some(x.cmp(y)));
+            }
+        }
+    }
 }

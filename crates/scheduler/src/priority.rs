@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::decisions::{Assignment, PassOutcome, WaitReason};
+use crate::decisions::{PassOutcome, WaitReason};
 use crate::fit::{self, Agents, Fitter};
 use crate::fit_cache::FitCache;
 use crate::ids::{AllocationId, JobId};
@@ -18,8 +18,7 @@ use crate::state::{PoolState, Queued};
 
 pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
     let order = state.queue();
-    let queued = order.iter().filter(|q| !q.entry.state.is_scheduled()).map(|q| q.entry.id().clone()).collect();
-    let mut outcome = PassOutcome::new(queued);
+    let mut outcome = PassOutcome::new(&order);
     for zero_slot in [false, true] {
         let class: Vec<Queued<'_>> = order.iter().copied().filter(|q| q.entry.is_zero_slot() == zero_slot).collect();
         if class.is_empty() {
@@ -80,7 +79,7 @@ impl<'a> ClassPass<'a, '_> {
         for &queued in requests {
             let entry = queued.entry;
             if let Some(reason) = self.over_max_slots(queued) {
-                self.outcome.waiting.insert(entry.id().clone(), reason);
+                self.outcome.wait(queued, reason);
                 continue;
             }
             let Some(placements) = self.cache.find(&self.fitter, &entry.request, &self.view) else {
@@ -95,9 +94,9 @@ impl<'a> ClassPass<'a, '_> {
             if may_start {
                 let backfilled = self.backfilling;
                 *self.planned.entry(entry.request.job_id.clone()).or_default() += entry.request.slots;
-                self.outcome.assignments.push(Assignment { allocation_id: entry.id().clone(), placements, backfilled });
+                self.outcome.assign(queued, placements, backfilled);
             } else {
-                self.outcome.waiting.insert(entry.id().clone(), WaitReason::BlockedByHigherPriority);
+                self.outcome.wait(queued, WaitReason::BlockedByHigherPriority);
             }
         }
 
@@ -114,7 +113,7 @@ impl<'a> ClassPass<'a, '_> {
             } else {
                 reason
             };
-            self.outcome.waiting.insert(queued.entry.id().clone(), reason);
+            self.outcome.wait(queued, reason);
         }
     }
 

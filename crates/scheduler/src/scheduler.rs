@@ -1,7 +1,6 @@
 //! [`Scheduler`]: one resource pool's scheduler as a deterministic state machine. Every input is
 //! a method call; [`Scheduler::schedule`] runs the configured policy and applies its decisions.
 
-use rustc_hash::FxHashSet;
 use serde_json::Value;
 
 use crate::agent::{Agent, AgentSpec, Slot};
@@ -174,15 +173,34 @@ impl Scheduler {
     }
 
     fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
-        let mut decisions = Decisions::default();
-        let assigned: FxHashSet<AllocationId> = outcome.assignments.iter().map(|a| a.allocation_id.clone()).collect();
-        for assignment in outcome.assignments {
-            let Some(entry) = self.state.entries.get_mut(&assignment.allocation_id) else { continue };
+        let PassOutcome { assignments, assigned, preemptions, mut waiting, queued } = outcome;
+        // Requests are named by their index in the map of requests: one walk over the map
+        // applies every assignment and files every reason, with no lookup by id (issue 13).
+        let mut assignment_of: Vec<Option<usize>> = vec![None; self.state.entries.len()];
+        for (n, &index) in assigned.iter().enumerate() {
+            assignment_of[index] = Some(n);
+        }
+        let mut applied = vec![false; assignments.len()];
+        // The ids of the requests that stay queued with a reason, by index.
+        let mut waiting_ids: Vec<Option<AllocationId>> = vec![None; self.state.entries.len()];
+        let state = &mut self.state;
+        // Policies assign queued requests only.
+        for (index, entry) in state.entries.values_mut().enumerate().filter(|(_, e)| !e.state.is_scheduled()) {
+            let Some(n) = assignment_of[index] else {
+                // Every request still queued gets this pass's reason (or none).
+                let reason = waiting[index].clone();
+                if reason.is_some() {
+                    waiting_ids[index] = Some(entry.id().clone());
+                }
+                entry.state = AllocationState::Queued { reason };
+                continue;
+            };
+            let assignment = &assignments[n];
             debug_assert!(assignment.placements.iter().all(|p| {
-                let agent = &self.state.agents[&p.agent_id];
+                let agent = &state.agents[&p.agent_id];
                 p.slot_ids.iter().all(|id| agent.slots[id].enabled && agent.slots[id].allocation.is_none())
             }));
-            fit::hold(&mut self.state.agents, &assignment.allocation_id, &assignment.placements);
+            fit::hold(&mut state.agents, &assignment.allocation_id, &assignment.placements);
             entry.state = AllocationState::Scheduled {
                 placements: assignment.placements.clone(),
                 backfilled: assignment.backfilled,
@@ -190,9 +208,13 @@ impl Scheduler {
                 preempting: false,
                 resources_lost: false,
             };
-            decisions.assignments.push(assignment);
+            applied[n] = true;
         }
-        for allocation_id in outcome.preemptions {
+        let mut decisions = Decisions {
+            assignments: assignments.into_iter().zip(applied).filter_map(|(a, applied)| applied.then_some(a)).collect(),
+            ..Decisions::default()
+        };
+        for allocation_id in preemptions {
             if let Some(Entry { state: AllocationState::Scheduled { preempting: preempting @ false, .. }, .. }) =
                 self.state.entries.get_mut(&allocation_id)
             {
@@ -200,18 +222,9 @@ impl Scheduler {
                 decisions.preemptions.push(allocation_id);
             }
         }
-        // Every request still queued gets this pass's reason (or none); walked in map order and
-        // then reported in queue order, without a lookup by id per request.
-        let mut waiting = outcome.waiting;
-        for entry in self.state.entries.values_mut() {
-            if !entry.state.is_scheduled() {
-                entry.state = AllocationState::Queued { reason: waiting.get(entry.id()).cloned() };
-            }
-        }
-        for allocation_id in outcome.queued {
-            if let Some(reason) = waiting.remove(&allocation_id)
-                && !assigned.contains(&allocation_id)
-            {
+        // Reported in queue order.
+        for index in queued {
+            if let (Some(allocation_id), Some(reason)) = (waiting_ids[index].take(), waiting[index].take()) {
                 decisions.waiting.push(Waiting { allocation_id, reason });
             }
         }
