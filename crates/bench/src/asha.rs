@@ -40,6 +40,12 @@ pub struct AshaReport {
     pub bench_cpu: Option<Duration>,
     /// Last validation report sent → the trial sees the preemption signal (trials ASHA stopped).
     pub stop_latency: Latencies,
+    /// Where a trial's slot time outside training goes: `POST runs/start` before the first batch,
+    /// the last reports before the exit, and a trial's `Terminated` sent → the next `StartTask`
+    /// received (the n-th exit matched with the n-th start after the first `slots`).
+    pub start_call: Latencies,
+    pub last_reports: Latencies,
+    pub exit_to_start: Latencies,
     /// Trials that ended on the preemption signal (ASHA stopped them below `max_time`).
     pub preempted: usize,
     pub trial_errors: usize,
@@ -74,12 +80,15 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, master_pid: u3
 
     let mut outcomes: Vec<(TrialOutcome, Value)> = Vec::new();
     let mut started: HashMap<String, Instant> = HashMap::new();
+    let (mut start_times, mut exit_times) = (Vec::new(), Vec::new());
     let (mut busy, mut trial_errors, mut first_error) = (Duration::ZERO, 0, None);
     let completed = loop {
         tokio::select! {
             message = agent.recv(deadline) => match message.context("the fake agent lost the master")? {
                 MasterToAgent::StartTask(start) => {
-                    started.insert(start.container_id.clone(), Instant::now());
+                    let now = Instant::now();
+                    start_times.push(now);
+                    started.insert(start.container_id.clone(), now);
                     agent.running(&start).await?;
                     let hparams = start.env.get("DET_HPARAMS").and_then(|h| serde_json::from_str(h).ok()).unwrap_or(Value::Null);
                     let (http, base, done, boundaries, unit) = (http.clone(), base.to_owned(), done_tx.clone(), boundaries.clone(), plan.unit);
@@ -105,6 +114,7 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, master_pid: u3
                         agent.report(&finished.start, TaskState::Terminated, Some(exit)).await?;
                     }
                 }
+                exit_times.push(Instant::now());
                 busy += started.remove(&finished.start.container_id).map_or(Duration::ZERO, |t| t.elapsed());
                 if outcomes.len() + trial_errors >= plan.max_trials {
                     all_exited_tx.send_replace(true);
@@ -129,6 +139,11 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, master_pid: u3
         + measured.hparams.len().abs_diff(ideal.summary.hparams.len());
     let preempted = outcomes.iter().filter(|(o, _)| o.preempted).count();
     let stop_latency: Vec<Duration> = outcomes.iter().filter_map(|(o, _)| o.stop_latency).collect();
+    let start_call: Vec<Duration> = outcomes.iter().map(|(o, _)| o.start_call).collect();
+    let last_reports: Vec<Duration> = outcomes.iter().filter(|(o, _)| !o.preempted).map(|(o, _)| o.last_reports).collect();
+    let first_wave = start_times.len().min(plan.slots as usize);
+    let exit_to_start: Vec<Duration> =
+        exit_times.iter().zip(&start_times[first_wave..]).map(|(exit, start)| start.saturating_duration_since(*exit)).collect();
     Ok(AshaReport {
         measured_list_units: list_schedule(&lengths, plan.slots),
         plan,
@@ -140,6 +155,9 @@ pub async fn run(http: &reqwest::Client, base: &str, token: &str, master_pid: u3
         master_cpu,
         bench_cpu,
         stop_latency: Latencies::from_durations(&stop_latency),
+        start_call: Latencies::from_durations(&start_call),
+        last_reports: Latencies::from_durations(&last_reports),
+        exit_to_start: Latencies::from_durations(&exit_to_start),
         preempted,
         trial_errors,
         first_error,
@@ -247,6 +265,18 @@ impl AshaReport {
             stop.percentile_ms(95.0),
             stop.max_ms()
         );
+        for (what, latencies) in [
+            ("`POST /api/v1/runs/start` before the first batch", &self.start_call),
+            ("Last batch → its validation and progress reports answered (trials not stopped)", &self.last_reports),
+            ("A trial's exit sent → the next `StartTask` received", &self.exit_to_start),
+        ] {
+            println!(
+                "| {what}, mean / p50 / p95 | {:.1} / {:.1} / {:.1} ms | 0 |",
+                latencies.mean_ms(),
+                latencies.percentile_ms(50.0),
+                latencies.percentile_ms(95.0)
+            );
+        }
         // Where the slots' time went: S × makespan = training + the rest of the trials' lives + empty slots.
         let slots = f64::from(p.slots);
         let (unit, busy) = (p.unit.as_secs_f64(), self.busy.as_secs_f64());

@@ -29,6 +29,11 @@ pub struct TrialOutcome {
     pub preempted: bool,
     /// For a stopped trial: its last validation report sent → the preemption signal seen.
     pub stop_latency: Option<Duration>,
+    /// `POST /api/v1/runs/start` sent → answered (before the first batch, as in the harness).
+    pub start_call: Duration,
+    /// The last boundary's reports (validation, then progress) sent → both answered: the time
+    /// between the last batch and the exit.
+    pub last_reports: Duration,
 }
 
 /// What the trial knows from its environment, as the harness would.
@@ -61,7 +66,10 @@ impl TrialEnv {
 pub async fn run_trial(http: &reqwest::Client, base: &str, start: &StartTask, boundaries: &[u64], unit: Duration) -> Result<TrialOutcome> {
     let env = TrialEnv::from_start(start)?;
     let client = Runtime { http, base, auth: &env.auth };
+    let start_call = Instant::now();
     client.post("/api/v1/runs/start", json!({"runId": env.trial_id, "checkpointStorage": env.checkpoint_storage})).await?;
+    let start_call = start_call.elapsed();
+    let mut last_reports = Duration::ZERO;
 
     // Training starts once `core.init` returned, as in the harness.
     let training = tokio::time::Instant::now();
@@ -91,6 +99,7 @@ pub async fn run_trial(http: &reqwest::Client, base: &str, start: &StartTask, bo
         client.post(&format!("/api/v1/trials/{}/metrics", env.trial_id), json!({"group": "validation", "metrics": metrics})).await?;
         let progress = batches as f64 / max_time.max(1) as f64;
         client.post(&format!("/api/v1/trials/{}/progress", env.trial_id), json!({"progress": progress, "is_raw": true})).await?;
+        last_reports = last_report.elapsed();
         trained = batches;
     }
     watcher.abort();
@@ -98,7 +107,7 @@ pub async fn run_trial(http: &reqwest::Client, base: &str, start: &StartTask, bo
         // The harness posts no body here.
         client.post(&format!("/api/v1/allocations/{}/signals/ack_preemption", env.allocation_id), Value::Null).await?;
     }
-    Ok(TrialOutcome { trial_id: env.trial_id, trained, preempted: stopped, stop_latency })
+    Ok(TrialOutcome { trial_id: env.trial_id, trained, preempted: stopped, stop_latency, start_call, last_reports })
 }
 
 /// The harness's `_PreemptionWatcher`: one immediate check, then long polls until preempted.

@@ -63,6 +63,13 @@ impl Latencies {
         self.0[rank.clamp(1, self.0.len()) - 1] as f64 / 1000.0
     }
 
+    pub fn mean_ms(&self) -> f64 {
+        if self.0.is_empty() {
+            return f64::NAN;
+        }
+        self.0.iter().map(|&us| f64::from(us)).sum::<f64>() / self.0.len() as f64 / 1000.0
+    }
+
     pub fn max_ms(&self) -> f64 {
         self.0.last().map_or(f64::NAN, |&us| us as f64 / 1000.0)
     }
