@@ -44,8 +44,8 @@ pub use idle_hook::set_thread_idle_hook;
 pub use job_queue_store::{JobQueuePositionRecord, JobQueueStore};
 pub use log_chunk::{LOG_LEVELS, NewLogChunk};
 pub use model::{
-    AgentUserGroup, AuthenticatedSession, NewSession, NewUser, OrderDirection, RevokeSessions, SessionRecord, UserFilter, UserPage,
-    UserPatch, UserRecord, UserSort,
+    AgentUserGroup, AuthenticatedSession, NewSession, NewUser, OrderDirection, RevokeSessions, SessionRecord, TaskUserGroups,
+    TaskWorkspaceOf, UserFilter, UserPage, UserPatch, UserRecord, UserSort,
 };
 pub use model_checkpoints::{
     CHECKPOINT_COMPLETED, CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, CheckpointSort, NewCheckpoint,
@@ -69,7 +69,7 @@ pub use model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
 };
-pub use model_trials::{NewTrial, NewUnmanagedTrial, TrialFilter, TrialPage, TrialRecord, TrialSort};
+pub use model_trials::{NewTrial, NewUnmanagedTrial, TrialFilter, TrialPage, TrialRecord, TrialRunStart, TrialSort};
 pub use model_webhooks::{
     DeliveryOutcome, NewLogEvent, NewWebhook, NewWebhookTrigger, TRIGGER_CUSTOM, TRIGGER_EXPERIMENT_STATE_CHANGE, TRIGGER_TASK_LOG,
     WebhookEventRecord, WebhookEventStatus, WebhookRecord, WebhookTriggerRecord,
@@ -134,6 +134,9 @@ pub trait Store: WebhookStore + ClusterStore + AgentControlStore + JobQueueStore
     async fn list_workspaces(&self) -> StoreResult<Vec<WorkspaceRecord>>;
     /// One workspace; `pinned` as `viewer_id` sees it.
     async fn workspace_by_id(&self, id: i32, viewer_id: i32) -> StoreResult<WorkspaceRecord>;
+    /// The agent user groups a task's processes may run as: its workspace's (the workspace of
+    /// `of`) and its owner's (`owner_id`'s link), read in one statement when the task is launched.
+    async fn task_user_groups(&self, of: TaskWorkspaceOf<'_>, owner_id: Option<i32>) -> StoreResult<TaskUserGroups>;
     /// A page of workspaces and the total matching the filter.
     async fn workspace_page(&self, filter: &WorkspaceFilter) -> StoreResult<(Vec<WorkspaceRecord>, i64)>;
     /// `Conflict` for a taken name, `NotFound` for an unknown creator.
@@ -216,6 +219,9 @@ pub trait Store: WebhookStore + ClusterStore + AgentControlStore + JobQueueStore
     async fn update_trial_state(&self, id: i32, state: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<()>;
     /// Compare-and-set: moves to `to` only from one of `from`; returns whether it did.
     async fn update_trial_state_if(&self, id: i32, from: &[&str], to: &str, end_time: Option<DateTime<Utc>>) -> StoreResult<bool>;
+    /// The compare-and-set of many trials at once (end time cleared): those of `ids` in one of
+    /// `from` move to `to`; the others, and ids of no trial, are left alone. Returns how many moved.
+    async fn update_trial_states_if(&self, ids: &[i32], from: &[&str], to: &str) -> StoreResult<u64>;
     /// A failed run is replaced: `restarts` and `run_id` both go up by one.
     async fn record_trial_restart(&self, id: i32) -> StoreResult<TrialRecord>;
     /// A new run that is not a failure (resume after pause or preemption): `run_id` + 1.
@@ -238,9 +244,10 @@ pub trait Store: WebhookStore + ClusterStore + AgentControlStore + JobQueueStore
     ) -> StoreResult<()>;
     /// Records the checkpoint the trial starts from (a warm start; `sql/trial_warm_start.rs`).
     async fn set_trial_warm_start(&self, id: i32, checkpoint_uuid: &str) -> StoreResult<()>;
-    /// Sets the trial's start time to `at` unless one of its task's allocations was already
-    /// placed on an agent (call it before recording this placement); whether it changed.
-    async fn mark_trial_started(&self, id: i32, at: DateTime<Utc>) -> StoreResult<bool>;
+    /// A run of the trial is being placed at `at`: sets the trial's start time unless one of its
+    /// task's allocations was already placed on an agent (call it before recording this
+    /// placement), and reads where the run resumes (the trial's latest checkpoint).
+    async fn start_trial_run(&self, id: i32, at: DateTime<Utc>) -> StoreResult<TrialRunStart>;
 
     // ---- unmanaged (detached) experiments and trials: `sql/unmanaged.rs` ----
     /// The experiment with this external id, and whether it is unmanaged.

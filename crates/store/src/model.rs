@@ -44,6 +44,22 @@ pub struct AgentUserGroup {
     pub group: String,
 }
 
+/// Whose workspace a task's processes run in (`Store::task_user_groups`).
+#[derive(Clone, Copy, Debug)]
+pub enum TaskWorkspaceOf<'a> {
+    /// A trial's: its experiment's project's workspace.
+    Experiment(i32),
+    /// A command, notebook, shell, TensorBoard or generic task's, by task id.
+    CommandTask(&'a str),
+}
+
+/// The agent user groups that decide a task's Unix account, first usable wins.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskUserGroups {
+    pub workspace: Option<AgentUserGroup>,
+    pub owner: Option<AgentUserGroup>,
+}
+
 #[derive(Clone, Debug)]
 pub struct NewUser {
     pub username: String,

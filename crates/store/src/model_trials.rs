@@ -18,6 +18,17 @@ pub struct NewTrial {
     pub start_time: DateTime<Utc>,
 }
 
+/// What placing a run of a trial reads and changes (`Store::start_trial_run`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrialRunStart {
+    /// Whether this placement set the trial's start time (its first).
+    pub first_start: bool,
+    /// The trial's latest checkpoint, where the run resumes.
+    pub latest_checkpoint_uuid: Option<String>,
+    /// That checkpoint's `steps_completed`, when its row exists.
+    pub latest_checkpoint_steps: Option<i64>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrialRecord {
     pub id: i32,

@@ -5,7 +5,7 @@
 //! agent enforces it (`StartTask.run_as`).
 
 use resolute_api::agent_protocol::AgentUnixUser;
-use resolute_store::AgentUserGroup;
+use resolute_store::{AgentUserGroup, TaskUserGroups, TaskWorkspaceOf};
 
 use super::allocations::AllocationOwner;
 use super::orchestrator::{LoopResult, Orchestrator};
@@ -21,30 +21,23 @@ pub fn resolve_task_user(workspace: Option<AgentUserGroup>, link: Option<AgentUs
 
 impl Orchestrator {
     /// The account the processes of `owner`'s allocation run as, read from the workspace's and
-    /// the owner's rows now (a change made after a task was queued applies to its next start).
+    /// the owner's rows now (a change made after a task was queued applies to its next start),
+    /// in one narrow read: the loop awaits it on every launch.
     pub(super) async fn task_unix_user(&self, owner: &AllocationOwner) -> LoopResult<AgentUnixUser> {
-        let (owner_id, workspace_id) = match owner {
+        let groups = match owner {
             AllocationOwner::Trial(trial_id) => match self.trials.get(trial_id).map(|t| t.experiment_id) {
                 Some(experiment_id) => {
                     let owner_id = self.experiments.get(&experiment_id).map(|e| e.owner_id);
-                    (owner_id, Some(self.store.experiment_by_id(experiment_id).await?.workspace_id))
+                    self.store.task_user_groups(TaskWorkspaceOf::Experiment(experiment_id), owner_id).await?
                 }
-                None => (None, None),
+                None => TaskUserGroups::default(),
             },
             AllocationOwner::Task(task_id) => match self.commands.get(task_id) {
-                Some(c) => (Some(c.owner_id), Some(self.store.command_task_by_id(task_id).await?.workspace_id)),
-                None => (None, None),
+                Some(c) => self.store.task_user_groups(TaskWorkspaceOf::CommandTask(task_id), Some(c.owner_id)).await?,
+                None => TaskUserGroups::default(),
             },
         };
-        let workspace = match workspace_id {
-            Some(id) => self.store.workspace_by_id(id, 0).await?.agent_user_group,
-            None => None,
-        };
-        let link = match owner_id {
-            Some(id) => self.store.user_by_id(id).await?.agent_user_group(),
-            None => None,
-        };
-        Ok(resolve_task_user(workspace, link, self.hooks.default_task_user()))
+        Ok(resolve_task_user(groups.workspace, groups.owner, self.hooks.default_task_user()))
     }
 }
 

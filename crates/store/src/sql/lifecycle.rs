@@ -1,5 +1,5 @@
-//! State changes of the entities with a lifecycle (experiments, trials): the same two statements,
-//! an unconditional write and a compare-and-set, over different tables.
+//! State changes of the entities with a lifecycle (experiments, trials): the same statements, an
+//! unconditional write and a compare-and-set (of one row or many), over different tables.
 
 use chrono::{DateTime, Utc};
 use sqlx::AssertSqlSafe;
@@ -72,4 +72,29 @@ impl SqlStore {
         }
         Ok(done > 0)
     }
+
+    /// Moves every row of `ids` that is in one of `from` to `to` (end time cleared), in chunked
+    /// statements rather than one per row; returns how many moved. Rows that are gone or in
+    /// another state are left alone.
+    pub(crate) async fn set_states_if(&self, of: Lifecycle, ids: &[i32], from: &[&str], to: &str) -> StoreResult<u64> {
+        if from.is_empty() {
+            return Ok(0);
+        }
+        let mut moved = 0;
+        // Well under the bind limit, and few enough that SQLite's named lookup stays cheap.
+        for chunk in ids.chunks(STATES_PER_STATEMENT) {
+            let mut args = Args::default();
+            args.push(to);
+            let from_sql = args.push_list(from.iter().copied());
+            let ids_sql = args.push_list(chunk.iter().copied());
+            let sql = format!("UPDATE {} SET state = $1, end_time = NULL WHERE id IN ({ids_sql}) AND state IN ({from_sql})", of.table());
+            moved += on_pool!(self, pool => {
+                bind_args!(sqlx::query(AssertSqlSafe(sql.as_str())), args).execute(pool).await?.rows_affected()
+            });
+        }
+        Ok(moved)
+    }
 }
+
+/// Rows per statement of [`SqlStore::set_states_if`].
+const STATES_PER_STATEMENT: usize = 150;

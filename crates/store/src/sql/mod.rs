@@ -45,6 +45,7 @@ mod store_impl;
 mod summary_cache;
 mod task_logs;
 mod task_logs_legacy;
+mod task_user_groups;
 mod tasks;
 mod templates;
 mod trial_start;

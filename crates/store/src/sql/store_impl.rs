@@ -11,7 +11,9 @@ use super::{Pool, SqlStore, UnmanagedStart};
 use crate::Store;
 use crate::error::StoreResult;
 use crate::log_chunk::NewLogChunk;
-use crate::model::{AuthenticatedSession, NewSession, NewUser, SessionRecord, UserFilter, UserPage, UserPatch, UserRecord};
+use crate::model::{
+    AuthenticatedSession, NewSession, NewUser, SessionRecord, TaskUserGroups, TaskWorkspaceOf, UserFilter, UserPage, UserPatch, UserRecord,
+};
 use crate::model_checkpoints::{CheckpointFilter, CheckpointGcPolicy, CheckpointPage, CheckpointRecord, NewCheckpoint};
 use crate::model_commands::{CommandTaskFilter, CommandTaskRecord, NewCommandTask, NewTemplate, TemplateFilter, TemplateRecord};
 use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, NewExperiment};
@@ -25,7 +27,7 @@ use crate::model_tasks::{
     AllocationPatch, AllocationRecord, AllocationSessionRecord, AuthenticatedAllocation, NewAllocation, NewAllocationSession, NewTask,
     TaskFilter, TaskRecord, TaskWithAllocations,
 };
-use crate::model_trials::{NewTrial, NewUnmanagedTrial, TrialFilter, TrialPage, TrialRecord};
+use crate::model_trials::{NewTrial, NewUnmanagedTrial, TrialFilter, TrialPage, TrialRecord, TrialRunStart};
 use crate::model_workloads::{MetricPageQuery, WorkloadFilter, WorkloadPage};
 use crate::model_workspaces::{
     Deletion, NewProject, NewWorkspace, ProjectFilter, ProjectPatch, ProjectRecord, ProjectSummary, WorkspaceFilter, WorkspacePatch,
@@ -104,6 +106,10 @@ impl Store for SqlStore {
 
     async fn workspace_by_id(&self, id: i32, viewer_id: i32) -> StoreResult<WorkspaceRecord> {
         self.workspace_by_id_impl(id, viewer_id).await
+    }
+
+    async fn task_user_groups(&self, of: TaskWorkspaceOf<'_>, owner_id: Option<i32>) -> StoreResult<TaskUserGroups> {
+        self.task_user_groups_impl(of, owner_id).await
     }
 
     async fn workspace_page(&self, filter: &WorkspaceFilter) -> StoreResult<(Vec<WorkspaceRecord>, i64)> {
@@ -266,6 +272,10 @@ impl Store for SqlStore {
         self.set_state_if(Lifecycle::Trial, id, from, to, end_time).await
     }
 
+    async fn update_trial_states_if(&self, ids: &[i32], from: &[&str], to: &str) -> StoreResult<u64> {
+        self.set_states_if(Lifecycle::Trial, ids, from, to).await
+    }
+
     async fn record_trial_restart(&self, id: i32) -> StoreResult<TrialRecord> {
         self.record_trial_restart_impl(id).await
     }
@@ -310,8 +320,8 @@ impl Store for SqlStore {
         self.set_experiment_config_impl(id, config).await
     }
 
-    async fn mark_trial_started(&self, id: i32, at: DateTime<Utc>) -> StoreResult<bool> {
-        self.mark_trial_started_impl(id, at).await
+    async fn start_trial_run(&self, id: i32, at: DateTime<Utc>) -> StoreResult<TrialRunStart> {
+        self.start_trial_run_impl(id, at).await
     }
 
     async fn experiment_id_by_external_id(&self, external_id: &str) -> StoreResult<Option<(i32, bool)>> {

@@ -1,17 +1,27 @@
-//! A trial's start time: when its first process was placed, not when the searcher asked for it
-//! (a search's trials are all requested at once and wait for slots in turn).
+//! Placing a run of a trial: its start time is when its first process was placed, not when the
+//! searcher asked for it (a search's trials are all requested at once and wait for slots in
+//! turn), and the run resumes from the trial's latest checkpoint. Both in two statements, since
+//! the loop awaits them for every launch.
 
 use chrono::{DateTime, Utc};
 
 use super::{SqlStore, expect_row, on_pool};
 use crate::error::StoreResult;
+use crate::model_trials::TrialRunStart;
 
 impl SqlStore {
-    pub(crate) async fn mark_trial_started_impl(&self, id: i32, at: DateTime<Utc>) -> StoreResult<bool> {
-        let exists = on_pool!(self, pool => {
-            sqlx::query("SELECT 1 FROM trials WHERE id = $1").bind(id).fetch_optional(pool).await?.is_some()
+    pub(crate) async fn start_trial_run_impl(&self, id: i32, at: DateTime<Utc>) -> StoreResult<TrialRunStart> {
+        let resume: Option<(Option<String>, Option<i64>)> = on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT t.latest_checkpoint_uuid, c.steps_completed FROM trials t \
+                 LEFT JOIN checkpoints c ON c.uuid = t.latest_checkpoint_uuid WHERE t.id = $1",
+            )
+            .bind(id)
+            .fetch_optional(pool)
+            .await?
         });
-        expect_row(u64::from(exists), "trial", id)?;
+        expect_row(u64::from(resume.is_some()), "trial", id)?;
+        let (latest_checkpoint_uuid, latest_checkpoint_steps) = resume.unwrap_or_default();
         // Only the first placement counts: a restart or a resumed pause keeps the start time.
         let changed = on_pool!(self, pool => {
             sqlx::query(
@@ -24,6 +34,6 @@ impl SqlStore {
             .await?
             .rows_affected()
         });
-        Ok(changed > 0)
+        Ok(TrialRunStart { first_start: changed > 0, latest_checkpoint_uuid, latest_checkpoint_steps })
     }
 }

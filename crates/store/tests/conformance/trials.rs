@@ -56,6 +56,30 @@ pub async fn restart_counters(store: &dyn Store) {
     assert!(matches!(store.advance_trial_run(9999).await, Err(StoreError::NotFound { .. })));
 }
 
+/// The many-trial compare-and-set: only the listed trials in a `from` state move, past the
+/// statement's chunk size, and ids of no trial are skipped.
+pub async fn many_trials_move_state_together(store: &dyn Store) {
+    let e = experiment(store, "many-states").await;
+    let mut ids = Vec::new();
+    for n in 0..160 {
+        ids.push(trial(store, e.id, n).await.id);
+    }
+    let ended = ids[3];
+    store.update_trial_state(ended, "STATE_COMPLETED", Some(db_now())).await.unwrap();
+    let unlisted = ids.pop().unwrap();
+    ids.push(424_242);
+    let active = ["STATE_ACTIVE", "STATE_QUEUED"];
+    assert_eq!(store.update_trial_states_if(&ids, &active, "STATE_QUEUED").await.unwrap(), 158);
+    assert_eq!(store.update_trial_states_if(&ids, &active, "STATE_RUNNING").await.unwrap(), 158, "QUEUED is among `from`");
+    assert_eq!(store.update_trial_states_if(&ids, &active, "STATE_RUNNING").await.unwrap(), 0, "RUNNING is not");
+    assert_eq!(store.update_trial_states_if(&[], &active, "STATE_RUNNING").await.unwrap(), 0);
+    assert_eq!(store.update_trial_states_if(&ids, &[], "STATE_QUEUED").await.unwrap(), 0);
+    for (id, state) in [(ids[0], "STATE_RUNNING"), (ids[158], "STATE_RUNNING"), (ended, "STATE_COMPLETED"), (unlisted, "STATE_ACTIVE")] {
+        assert_eq!(store.trial_by_id(id).await.unwrap().state, state, "trial {id}");
+    }
+    assert!(store.trial_by_id(ended).await.unwrap().end_time.is_some(), "a trial left alone keeps its end time");
+}
+
 pub async fn state_and_runner_updates(store: &dyn Store) {
     let e = experiment(store, "states").await;
     let t = trial(store, e.id, 1).await;

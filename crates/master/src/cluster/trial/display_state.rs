@@ -92,15 +92,24 @@ impl Orchestrator {
         let with_substate: HashSet<i32> = trials.iter().map(|t| t.0).collect();
         self.display.trials.retain(|id, _| with_substate.contains(id));
         let mut best: HashMap<i32, TrialState> = HashMap::new();
+        // The trials that changed, by substate: one store write per substate, not per trial (a
+        // wave of 64 launches changes 64 trials in one batch).
+        let mut changed: Vec<(TrialState, Vec<i32>)> = Vec::new();
         for &(trial_id, experiment_id, substate) in &trials {
             let top = best.entry(experiment_id).or_insert(substate);
             if rank(substate) > rank(*top) {
                 *top = substate;
             }
             if self.display.trials.get(&trial_id) != Some(&substate) {
-                self.store.update_trial_state_if(trial_id, &ACTIVE_STATE_NAMES, substate.as_str(), None).await?;
-                self.display.trials.insert(trial_id, substate);
+                match changed.iter_mut().find(|(state, _)| *state == substate) {
+                    Some((_, ids)) => ids.push(trial_id),
+                    None => changed.push((substate, vec![trial_id])),
+                }
             }
+        }
+        for (substate, ids) in changed {
+            self.store.update_trial_states_if(&ids, &ACTIVE_STATE_NAMES, substate.as_str()).await?;
+            self.display.trials.extend(ids.into_iter().map(|id| (id, substate)));
         }
 
         // Only an active experiment shows a substate; any other (or a gone one) is forgotten.

@@ -76,24 +76,25 @@ impl Orchestrator {
         allocation_id: &str,
         placements: &[Placement],
     ) -> LoopResult<Vec<(Placement, StartTask)>> {
-        let trial_record = self.store.trial_by_id(trial_id).await?;
         let (experiment_id, run_id, seed, task_id, hparams, warm_start, parent) = {
             let t = self.trials.get(&trial_id).ok_or_else(|| LoopError::Other("unknown trial".into()))?;
             (t.experiment_id, t.run_id, t.seed, t.task_id.clone(), t.hparams.clone(), t.warm_start.clone(), t.warm_start_parent)
         };
-        // The trial's own checkpoint, else its warm start (`warm_start.rs`). A PBT child continues
-        // its parent's training clock; a trial warm-started from `searcher.source_*` starts its
-        // own at 0, as upstream's.
-        let (latest_checkpoint, continues_clock) = match trial_record.latest_checkpoint_uuid.clone() {
-            Some(own) => (Some(own), true),
-            None => (warm_start, parent.is_some()),
+        // The trial starts now, unless an earlier run of it was already placed; the run resumes
+        // from the trial's own checkpoint, else its warm start (`warm_start.rs`). A PBT child
+        // continues its parent's training clock; a trial warm-started from `searcher.source_*`
+        // starts its own at 0, as upstream's.
+        let start = self.store.start_trial_run(trial_id, resolute_store::db_now()).await?;
+        let (latest_checkpoint, steps_completed) = match start.latest_checkpoint_uuid {
+            Some(own) => (Some(own), start.latest_checkpoint_steps.unwrap_or(0)),
+            None => {
+                let steps = match (&warm_start, parent.is_some()) {
+                    (Some(uuid), true) => self.store.checkpoint_by_uuid(uuid).await.map(|c| c.steps_completed).unwrap_or(0),
+                    _ => 0,
+                };
+                (warm_start, steps)
+            }
         };
-        let steps_completed = match (&latest_checkpoint, continues_clock) {
-            (Some(uuid), true) => self.store.checkpoint_by_uuid(uuid).await.map(|c| c.steps_completed).unwrap_or(0),
-            _ => 0,
-        };
-        // The trial starts now, unless an earlier run of it was already placed.
-        self.store.mark_trial_started(trial_id, resolute_store::db_now()).await?;
         let model_b64 = self.model_definition(experiment_id).await?;
         let token = issue_allocation_token(self.store.as_ref(), allocation_id).await?;
         let exp = self.experiments.get(&experiment_id).ok_or_else(|| LoopError::Other("unknown experiment".into()))?;
