@@ -167,13 +167,22 @@ impl Scheduler {
     pub fn schedule(&mut self, now: LogicalTime) -> Decisions {
         let outcome = match self.state.config.policy {
             SchedulingPolicy::Priority { preemption } => priority::schedule(&self.state, preemption),
-            SchedulingPolicy::FairShare { preemption } => fair_share::schedule(&self.state, preemption),
+            SchedulingPolicy::FairShare { preemption } => {
+                // Fair share works on the agents themselves and hands them back (no copy).
+                let agents = std::mem::take(&mut self.state.agents);
+                fair_share::schedule(&self.state, agents, preemption)
+            }
         };
         self.apply(outcome, now)
     }
 
-    fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
-        let PassOutcome { assignments, assigned, preemptions, mut waiting, queued } = outcome;
+    pub(crate) fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
+        let PassOutcome { assignments, assigned, preemptions, mut waiting, queued, agents } = outcome;
+        // The policy's agents already hold every assignment: they become the pool's.
+        let held = agents.is_some();
+        if let Some(agents) = agents {
+            self.state.agents = agents;
+        }
         // Requests are named by their index in the map of requests: one walk over the map
         // applies every assignment and files every reason, with no lookup by id (issue 13).
         let mut assignment_of: Vec<Option<usize>> = vec![None; self.state.entries.len()];
@@ -196,11 +205,19 @@ impl Scheduler {
                 continue;
             };
             let assignment = &assignments[n];
-            debug_assert!(assignment.placements.iter().all(|p| {
-                let agent = &state.agents[&p.agent_id];
-                p.slot_ids.iter().all(|id| agent.slots[id].enabled && agent.slots[id].allocation.is_none())
-            }));
-            fit::hold(&mut state.agents, &assignment.allocation_id, &assignment.placements);
+            if held {
+                debug_assert!(assignment.placements.iter().all(|p| {
+                    let agent = &state.agents[&p.agent_id];
+                    let on_slots = p.slot_ids.iter().all(|id| agent.slots[id].allocation.as_ref() == Some(&assignment.allocation_id));
+                    on_slots && (!p.slot_ids.is_empty() || agent.aux.contains(&assignment.allocation_id))
+                }));
+            } else {
+                debug_assert!(assignment.placements.iter().all(|p| {
+                    let agent = &state.agents[&p.agent_id];
+                    p.slot_ids.iter().all(|id| agent.slots[id].enabled && agent.slots[id].allocation.is_none())
+                }));
+                fit::hold(&mut state.agents, &assignment.allocation_id, &assignment.placements);
+            }
             entry.state = AllocationState::Scheduled {
                 placements: assignment.placements.clone(),
                 backfilled: assignment.backfilled,
@@ -210,6 +227,7 @@ impl Scheduler {
             };
             applied[n] = true;
         }
+        debug_assert!(!held || applied.iter().all(|&a| a), "a policy that holds in the pool's agents assigns queued requests only");
         let mut decisions = Decisions {
             assignments: assignments.into_iter().zip(applied).filter_map(|(a, applied)| applied.then_some(a)).collect(),
             ..Decisions::default()
