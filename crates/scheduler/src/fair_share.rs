@@ -11,7 +11,7 @@ use crate::decisions::{PassOutcome, WaitReason};
 use crate::filling::{self, Claim};
 use crate::fit::{self, Agents, Fitter};
 use crate::fit_cache::FitCache;
-use crate::ids::{JobId, LogicalTime};
+use crate::ids::JobId;
 use crate::request::DEFAULT_WEIGHT;
 use crate::state::{PoolState, Queued};
 
@@ -35,13 +35,13 @@ pub(crate) fn schedule(state: &PoolState, agents: Agents, preemption: bool) -> P
         start_or_wait(&fitter, &mut cache, &mut view, queued, &mut outcome);
     }
 
-    // Sorted by demand, then place (then creation, which a stable sort of the shares would keep),
-    // as keys ending in the share's index: a key is a third of a share's size, and comparing keys
-    // in place makes no trip to the shares.
-    let mut keys: Vec<(u32, (LogicalTime, u64), usize)> =
-        groups.shares.iter().enumerate().map(|(i, share)| (share.claim.demand, share.claim.position, i)).collect();
+    // Sorted by demand, then place, then creation. Shares are made in queue order, which is by
+    // place first under fair share (no priorities), so the share's index already orders by place
+    // and then creation: (demand, index) keys, two integers, give the same order.
+    debug_assert!(groups.shares.windows(2).all(|w| w[0].claim.position <= w[1].claim.position));
+    let mut keys: Vec<(u32, usize)> = groups.shares.iter().enumerate().map(|(i, share)| (share.claim.demand, i)).collect();
     keys.sort_unstable();
-    let sorted: Vec<usize> = keys.into_iter().map(|(_, _, i)| i).collect();
+    let sorted: Vec<usize> = keys.into_iter().map(|(_, i)| i).collect();
     let mut claims: Vec<Claim> = sorted.iter().map(|&i| groups.shares[i].claim.clone()).collect();
     filling::offer_slots(&mut claims, capacity);
 

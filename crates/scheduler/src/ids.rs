@@ -99,6 +99,15 @@ string_id!(
     JobId
 );
 
+impl JobId {
+    /// The address of the shared text: clones of one id have the same, so a pass can key a hash
+    /// of jobs by it without reading the text (`PoolState::queue`). Equal ids made separately
+    /// have different addresses.
+    pub(crate) fn shared_address(&self) -> usize {
+        Arc::as_ptr(&self.0).cast::<u8>() as usize
+    }
+}
+
 /// A slot is one device on an agent, named by its device index (`/agents/<id>/slots/<n>`).
 pub type SlotId = u32;
 

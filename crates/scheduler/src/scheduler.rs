@@ -114,6 +114,12 @@ impl Scheduler {
         }
         let job = self.state.jobs.get_mut(&request.job_id).expect("inserted above");
         job.members += 1;
+        // The request shares its job's id text with the map's key, so a pass finds its job by the
+        // text's address (`PoolState::queue`).
+        let mut request = request;
+        if let Some((job_id, _)) = self.state.jobs.get_key_value(&request.job_id) {
+            request.job_id = job_id.clone();
+        }
         let entry = Entry { request, seq, state: AllocationState::Queued { reason: None } };
         self.state.entries.insert(entry.id().clone(), entry);
         Ok(())
