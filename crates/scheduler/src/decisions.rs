@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fit::Agents;
 use crate::ids::{AgentId, AllocationId, SlotId};
 use crate::state::Queued;
 
@@ -65,6 +66,10 @@ pub(crate) struct PassOutcome {
     pub waiting: Vec<Option<WaitReason>>,
     /// The indices of the requests that were queued when the pass began, in queue order.
     pub queued: Vec<usize>,
+    /// The pool's agents with every assignment already held, from a policy that worked on the
+    /// agents themselves (fair share): applying puts them back instead of holding again. `None`:
+    /// the pool's agents are untouched and applying holds each assignment.
+    pub agents: Option<Agents>,
 }
 
 impl PassOutcome {
@@ -76,6 +81,7 @@ impl PassOutcome {
             preemptions: Vec::new(),
             waiting: vec![None; order.len()],
             queued: order.iter().filter(|q| !q.entry.state.is_scheduled()).map(|q| q.index).collect(),
+            agents: None,
         }
     }
 

@@ -11,30 +11,37 @@ use crate::decisions::{PassOutcome, WaitReason};
 use crate::filling::{self, Claim};
 use crate::fit::{self, Agents, Fitter};
 use crate::fit_cache::FitCache;
-use crate::ids::{JobId, LogicalTime};
+use crate::ids::JobId;
 use crate::request::DEFAULT_WEIGHT;
 use crate::state::{PoolState, Queued};
 
-pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
+/// One pass over `state`'s requests with `agents`, the pool's agents, moved out of `state` for the
+/// pass (`state.agents` is not read here). The pass only ever takes slots and aux containers in
+/// them, so what it hands back in [`PassOutcome::agents`] is the pool's agents with every
+/// assignment held: no copy of the agents, and applying holds nothing again (issue 13).
+pub(crate) fn schedule(state: &PoolState, agents: Agents, preemption: bool) -> PassOutcome {
     let fitter = state.fitter();
-    let mut view = state.agents_view();
+    let mut view = agents;
     let order = state.queue();
     let mut outcome = PassOutcome::new(&order);
     let mut cache = FitCache::default();
+
+    // Grouped against the agents as they are, before anything is held (zero-slot requests are
+    // not grouped, and their aux containers change no slot count anyway).
+    let groups = group_demand(&view, &fitter, &order, &mut outcome);
+    let capacity = view.values().filter(|a| a.takes_work()).map(|a| a.num_usable()).sum();
 
     for &queued in order.iter().filter(|q| q.entry.is_zero_slot() && !q.entry.state.is_scheduled()) {
         start_or_wait(&fitter, &mut cache, &mut view, queued, &mut outcome);
     }
 
-    let groups = group_demand(state, &fitter, &order, &mut outcome);
-    // Sorted by demand, then place (then creation, which a stable sort of the shares would keep),
-    // as keys ending in the share's index: a key is a third of a share's size, and comparing keys
-    // in place makes no trip to the shares.
-    let mut keys: Vec<(u32, (LogicalTime, u64), usize)> =
-        groups.shares.iter().enumerate().map(|(i, share)| (share.claim.demand, share.claim.position, i)).collect();
+    // Sorted by demand, then place, then creation. Shares are made in queue order, which is by
+    // place first under fair share (no priorities), so the share's index already orders by place
+    // and then creation: (demand, index) keys, two integers, give the same order.
+    debug_assert!(groups.shares.windows(2).all(|w| w[0].claim.position <= w[1].claim.position));
+    let mut keys: Vec<(u32, usize)> = groups.shares.iter().enumerate().map(|(i, share)| (share.claim.demand, i)).collect();
     keys.sort_unstable();
-    let sorted: Vec<usize> = keys.into_iter().map(|(_, _, i)| i).collect();
-    let capacity = state.agents.values().filter(|a| a.takes_work()).map(|a| a.num_usable()).sum();
+    let sorted: Vec<usize> = keys.into_iter().map(|(_, i)| i).collect();
     let mut claims: Vec<Claim> = sorted.iter().map(|&i| groups.shares[i].claim.clone()).collect();
     filling::offer_slots(&mut claims, capacity);
 
@@ -67,6 +74,7 @@ pub(crate) fn schedule(state: &PoolState, preemption: bool) -> PassOutcome {
             }
         }
     }
+    outcome.agents = Some(view);
     outcome
 }
 
@@ -120,8 +128,14 @@ impl<'a> Groups<'a> {
 
 /// Groups slot requests by job. Pending requests that can never fit the pool do not count as
 /// demand (they would waste offers); they wait with their reason.
-fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[Queued<'a>], outcome: &mut PassOutcome) -> Groups<'a> {
-    let mut groups = Groups { shares: Vec::new(), running: Vec::new(), pending: Vec::new() };
+fn group_demand<'a>(agents: &Agents, fitter: &Fitter, order: &[Queued<'a>], outcome: &mut PassOutcome) -> Groups<'a> {
+    // Sized for the worst case (a job per request): 10,000 requests would otherwise regrow each
+    // list a dozen times.
+    let mut groups = Groups {
+        shares: Vec::with_capacity(order.len()),
+        running: Vec::with_capacity(order.len()),
+        pending: Vec::with_capacity(order.len()),
+    };
     // Diagnosed against the pool as it is, which does not change here.
     let mut cache = FitCache::default();
     for queued in order.iter().filter(|q| !q.entry.is_zero_slot()) {
@@ -131,7 +145,7 @@ fn group_demand<'a>(state: &'a PoolState, fitter: &Fitter, order: &[Queued<'a>],
             continue;
         }
         if !scheduled {
-            let reason = cache.diagnose(fitter, &entry.request, &state.agents);
+            let reason = cache.diagnose(fitter, &entry.request, agents);
             if reason.can_never_fit() {
                 outcome.wait(*queued, reason);
                 continue;
@@ -204,4 +218,57 @@ fn share_of(shares: &[GroupShare<'_>], queued: &Queued<'_>) -> Option<usize> {
     let position = queued.job_position();
     let job = &queued.entry.request.job_id;
     shares.iter().enumerate().rev().take_while(|(_, g)| g.claim.position == position).find(|(_, g)| g.job == job).map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sim::{Rng, workload};
+    use crate::{AllocationRequest, AllocationState, LogicalTime, Scheduler, SchedulerConfig, SchedulingPolicy};
+
+    /// A pass works on the pool's agents themselves: what it hands back must be exactly what
+    /// holding each assignment on the agents as they were gives (the way the priority policy's
+    /// outcome is applied), over passes with running, released, zero-slot and disabled parts.
+    #[test]
+    fn the_agents_a_pass_hands_back_equal_holding_its_assignments_again() {
+        let mut rng = Rng::new(5);
+        let policy = SchedulingPolicy::FairShare { preemption: true };
+        let mut scheduler = Scheduler::new("p", SchedulerConfig { policy, ..SchedulerConfig::default() });
+        for agent in workload::agents("p", 40, 4) {
+            scheduler.add_agent(agent).expect("unique agents");
+        }
+        scheduler.disable_slot(&"agent-0003".into(), 1).expect("known slot");
+        scheduler.disable_agent(&"agent-0007".into()).expect("known agent");
+        let mut assigned = 0;
+        for pass in 0..12u64 {
+            for (n, job) in workload::jobs("p", 40, &mut rng).into_iter().enumerate() {
+                let id = format!("{pass}-{n}");
+                let slots = if rng.percent(15) { 0 } else { job.slots };
+                let request =
+                    AllocationRequest::new(format!("{id}.1"), id.as_str(), format!("job-{}", n % 25), "p", slots, LogicalTime(pass))
+                        .with_preemptible(job.preemptible);
+                scheduler.submit(request).expect("valid request");
+            }
+            let mut reference = scheduler.clone();
+            let now = LogicalTime(100 + pass);
+            let decisions = scheduler.schedule(now);
+            let mut outcome = super::schedule(&reference.state, reference.state.agents.clone(), true);
+            outcome.agents = None;
+            assert_eq!(reference.apply(outcome, now), decisions, "pass {pass}");
+            assert_eq!(reference.state.agents, scheduler.state.agents, "pass {pass}");
+            assert_eq!(reference.state.entries, scheduler.state.entries, "pass {pass}");
+            assigned += decisions.assignments.len();
+            // Release a third of what runs, and everything being preempted.
+            let running: Vec<_> = scheduler
+                .state
+                .entries
+                .values()
+                .filter(|e| matches!(e.state, AllocationState::Scheduled { preempting, .. } if preempting || rng.percent(33)))
+                .map(|e| e.id().clone())
+                .collect();
+            for id in running {
+                scheduler.release(&id).expect("known allocation");
+            }
+        }
+        assert!(assigned > 100, "only {assigned} assignments: the test exercises too little");
+    }
 }

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::agent::Agent;
 use crate::config::FittingPolicy;
 use crate::fit::Agents;
 use crate::ids::AgentId;
@@ -17,46 +18,72 @@ use crate::request::AllocationRequest;
 /// disabled one): only idle agents take part in gangs.
 type Counts = (u32, u32, bool);
 
+/// Agents are named by their position in the view's order (by id), so a bucket orders them as
+/// their ids without reading any id text, and a placement's agent is found by the address of its
+/// id's text (a placement carries a clone of the view's id).
 #[derive(Debug, Default)]
 pub(crate) struct FreeIndex {
-    buckets: HashMap<String, BTreeMap<Counts, BTreeSet<AgentId>>>,
-    /// Where each indexed agent is filed.
-    filed: HashMap<AgentId, (String, Counts)>,
+    /// Every agent of the view by position.
+    ids: Vec<AgentId>,
+    /// Positions by the address of the id's text.
+    positions: HashMap<usize, usize>,
+    buckets: HashMap<String, BTreeMap<Counts, BTreeSet<usize>>>,
+    /// Where each indexed agent is filed, by position.
+    filed: Vec<Option<(String, Counts)>>,
 }
 
 impl FreeIndex {
     pub fn build(agents: &Agents) -> FreeIndex {
-        let mut index = FreeIndex::default();
-        for agent in agents.values() {
-            index.refile(agents, &agent.id);
+        let ids: Vec<AgentId> = agents.keys().cloned().collect();
+        let positions = ids.iter().enumerate().map(|(position, id)| (id.shared_address(), position)).collect();
+        let mut index = FreeIndex { filed: vec![None; ids.len()], ids, positions, buckets: HashMap::default() };
+        for (position, agent) in agents.values().enumerate() {
+            index.file(position, agent);
         }
         index
     }
 
+    /// The agent's position: by the address of its text, else by its text.
+    fn position(&self, agent_id: &AgentId) -> Option<usize> {
+        match self.positions.get(&agent_id.shared_address()) {
+            Some(&position) => Some(position),
+            None => self.ids.binary_search(agent_id).ok(),
+        }
+    }
+
     /// Files the agent again after its slots changed (or drops it if it is gone or disabled).
     pub fn refile(&mut self, agents: &Agents, agent_id: &AgentId) {
-        if let Some((label, counts)) = self.filed.remove(agent_id)
+        let Some(position) = self.position(agent_id) else { return };
+        if let Some((label, counts)) = self.filed[position].take()
             && let Some(by_counts) = self.buckets.get_mut(&label)
             && let Some(bucket) = by_counts.get_mut(&counts)
         {
-            bucket.remove(agent_id);
+            bucket.remove(&position);
             if bucket.is_empty() {
                 by_counts.remove(&counts);
             }
         }
-        let Some(agent) = agents.get(agent_id).filter(|a| a.takes_work()) else { return };
+        if let Some(agent) = agents.get(agent_id) {
+            self.file(position, agent);
+        }
+    }
+
+    fn file(&mut self, position: usize, agent: &Agent) {
+        if !agent.takes_work() {
+            return;
+        }
         let counts = (agent.num_free(), agent.num_usable(), agent.num_used() == 0);
-        self.buckets.entry(agent.label.clone()).or_default().entry(counts).or_default().insert(agent_id.clone());
-        self.filed.insert(agent_id.clone(), (agent.label.clone(), counts));
+        self.buckets.entry(agent.label.clone()).or_default().entry(counts).or_default().insert(position);
+        self.filed[position] = Some((agent.label.clone(), counts));
     }
 
     /// The agent a request of one or more slots goes to on a single agent, if any has room.
     pub fn home(&self, policy: FittingPolicy, req: &AllocationRequest) -> Option<&AgentId> {
         let by_counts = self.buckets.get(&req.label)?;
         // The best candidate of each bucket that has room: its smallest id not excluded.
-        let candidates = by_counts
-            .range((req.slots, 0, false)..)
-            .filter_map(|(counts, ids)| ids.iter().find(|id| !req.excluded_agents.contains(*id)).map(|id| (*counts, id)));
+        let candidates = by_counts.range((req.slots, 0, false)..).filter_map(|(counts, positions)| {
+            positions.iter().map(|&p| &self.ids[p]).find(|id| !req.excluded_agents.contains(*id)).map(|id| (*counts, id))
+        });
         match policy {
             // Fewest free slots; ties to the smallest id.
             FittingPolicy::Best => candidates.min_by(|(a, a_id), (b, b_id)| a.0.cmp(&b.0).then_with(|| a_id.cmp(b_id))).map(|(_, id)| id),
@@ -87,12 +114,79 @@ impl FreeIndex {
                 continue;
             }
             let needed = usize::try_from(req.slots / size).unwrap_or(usize::MAX);
-            let chosen: Vec<&AgentId> =
-                by_counts[&(size, size, true)].iter().filter(|id| !req.excluded_agents.contains(*id)).take(needed).collect();
+            let chosen: Vec<&AgentId> = by_counts[&(size, size, true)]
+                .iter()
+                .map(|&p| &self.ids[p])
+                .filter(|id| !req.excluded_agents.contains(*id))
+                .take(needed)
+                .collect();
             if chosen.len() == needed {
                 return Some((size, chosen));
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::AgentSpec;
+    use crate::fit::Fitter;
+    use crate::ids::{AllocationId, DeviceType, LogicalTime};
+    use crate::sim::Rng;
+
+    /// The agents the index picks, or none: one agent, else a gang.
+    fn picked(index: &FreeIndex, policy: FittingPolicy, req: &AllocationRequest) -> Option<Vec<AgentId>> {
+        if let Some(id) = index.home(policy, req) {
+            return Some(vec![id.clone()]);
+        }
+        if req.single_agent || req.slots <= 1 {
+            return None;
+        }
+        index.idle_agents(req).map(|(_, ids)| ids.into_iter().cloned().collect())
+    }
+
+    /// The index picks the agents the plain scan (`Fitter::find`) picks, as agents fill up and are
+    /// refiled (also by an id that does not share the view's text), with labels, disabled agents
+    /// and slots, and excluded agents.
+    #[test]
+    fn the_index_picks_what_the_scan_picks() {
+        let mut rng = Rng::new(3);
+        for case in 0..40 {
+            let mut agents = Agents::new();
+            for n in 0..(5 + rng.below(30)) {
+                let slots = *rng.pick(&[1, 2, 4, 4, 8, 8]);
+                let label = *rng.pick(&["", "", "gpu"]);
+                let spec = AgentSpec::new(format!("a{n:02}"), "p").with_slots(DeviceType::Cuda, slots).with_label(label);
+                let mut agent = Agent::from_spec(spec).expect("valid agent");
+                agent.enabled = !rng.percent(10);
+                if rng.percent(10) {
+                    agent.set_slot_enabled(0, false);
+                }
+                agents.insert(agent.id.clone(), agent);
+            }
+            let policy = if case % 2 == 0 { FittingPolicy::Best } else { FittingPolicy::Worst };
+            let fitter = Fitter { policy, max_aux: 1 };
+            let mut index = FreeIndex::build(&agents);
+            for step in 0..30 {
+                let mut req = AllocationRequest::new(format!("r{step}.1"), "t", "j", "p", *rng.pick(&[1, 2, 3, 4, 8, 16]), LogicalTime(0))
+                    .with_label(*rng.pick(&["", "gpu"]))
+                    .with_single_agent(rng.percent(20));
+                if rng.percent(20) {
+                    req = req.excluding([AgentId::new(format!("a{:02}", rng.below(10)))]);
+                }
+                let expected = fitter.find(&req, &agents).map(|placements| placements.into_iter().map(|p| p.agent_id).collect::<Vec<_>>());
+                assert_eq!(picked(&index, policy, &req), expected, "case {case} step {step}: {req:?}");
+                // Take the placement, and refile its agents (every other time by a fresh id).
+                let Some(placements) = fitter.find(&req, &agents) else { continue };
+                let allocation = AllocationId::new(format!("r{step}.1"));
+                crate::fit::hold(&mut agents, &allocation, &placements);
+                for placement in &placements {
+                    let id = if step % 2 == 0 { placement.agent_id.clone() } else { AgentId::new(placement.agent_id.as_str()) };
+                    index.refile(&agents, &id);
+                }
+            }
+        }
     }
 }

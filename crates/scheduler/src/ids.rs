@@ -47,6 +47,14 @@ macro_rules! string_id {
             pub fn as_str(&self) -> &str {
                 &self.0
             }
+
+            /// The address of the shared text: clones of one id have the same, so a pass can
+            /// key a hash of ids by it without reading the text (jobs in `PoolState::queue`,
+            /// agents in `FreeIndex`). Equal ids made separately have different addresses.
+            #[allow(dead_code, reason = "used for job and agent ids only")]
+            pub(crate) fn shared_address(&self) -> usize {
+                Arc::as_ptr(&self.0).cast::<u8>() as usize
+            }
         }
 
         impl fmt::Display for $name {

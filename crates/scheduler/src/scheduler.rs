@@ -114,6 +114,12 @@ impl Scheduler {
         }
         let job = self.state.jobs.get_mut(&request.job_id).expect("inserted above");
         job.members += 1;
+        // The request shares its job's id text with the map's key, so a pass finds its job by the
+        // text's address (`PoolState::queue`).
+        let mut request = request;
+        if let Some((job_id, _)) = self.state.jobs.get_key_value(&request.job_id) {
+            request.job_id = job_id.clone();
+        }
         let entry = Entry { request, seq, state: AllocationState::Queued { reason: None } };
         self.state.entries.insert(entry.id().clone(), entry);
         Ok(())
@@ -167,13 +173,22 @@ impl Scheduler {
     pub fn schedule(&mut self, now: LogicalTime) -> Decisions {
         let outcome = match self.state.config.policy {
             SchedulingPolicy::Priority { preemption } => priority::schedule(&self.state, preemption),
-            SchedulingPolicy::FairShare { preemption } => fair_share::schedule(&self.state, preemption),
+            SchedulingPolicy::FairShare { preemption } => {
+                // Fair share works on the agents themselves and hands them back (no copy).
+                let agents = std::mem::take(&mut self.state.agents);
+                fair_share::schedule(&self.state, agents, preemption)
+            }
         };
         self.apply(outcome, now)
     }
 
-    fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
-        let PassOutcome { assignments, assigned, preemptions, mut waiting, queued } = outcome;
+    pub(crate) fn apply(&mut self, outcome: PassOutcome, now: LogicalTime) -> Decisions {
+        let PassOutcome { assignments, assigned, preemptions, mut waiting, queued, agents } = outcome;
+        // The policy's agents already hold every assignment: they become the pool's.
+        let held = agents.is_some();
+        if let Some(agents) = agents {
+            self.state.agents = agents;
+        }
         // Requests are named by their index in the map of requests: one walk over the map
         // applies every assignment and files every reason, with no lookup by id (issue 13).
         let mut assignment_of: Vec<Option<usize>> = vec![None; self.state.entries.len()];
@@ -196,11 +211,19 @@ impl Scheduler {
                 continue;
             };
             let assignment = &assignments[n];
-            debug_assert!(assignment.placements.iter().all(|p| {
-                let agent = &state.agents[&p.agent_id];
-                p.slot_ids.iter().all(|id| agent.slots[id].enabled && agent.slots[id].allocation.is_none())
-            }));
-            fit::hold(&mut state.agents, &assignment.allocation_id, &assignment.placements);
+            if held {
+                debug_assert!(assignment.placements.iter().all(|p| {
+                    let agent = &state.agents[&p.agent_id];
+                    let on_slots = p.slot_ids.iter().all(|id| agent.slots[id].allocation.as_ref() == Some(&assignment.allocation_id));
+                    on_slots && (!p.slot_ids.is_empty() || agent.aux.contains(&assignment.allocation_id))
+                }));
+            } else {
+                debug_assert!(assignment.placements.iter().all(|p| {
+                    let agent = &state.agents[&p.agent_id];
+                    p.slot_ids.iter().all(|id| agent.slots[id].enabled && agent.slots[id].allocation.is_none())
+                }));
+                fit::hold(&mut state.agents, &assignment.allocation_id, &assignment.placements);
+            }
             entry.state = AllocationState::Scheduled {
                 placements: assignment.placements.clone(),
                 backfilled: assignment.backfilled,
@@ -210,6 +233,7 @@ impl Scheduler {
             };
             applied[n] = true;
         }
+        debug_assert!(!held || applied.iter().all(|&a| a), "a policy that holds in the pool's agents assigns queued requests only");
         let mut decisions = Decisions {
             assignments: assignments.into_iter().zip(applied).filter_map(|(a, applied)| applied.then_some(a)).collect(),
             ..Decisions::default()

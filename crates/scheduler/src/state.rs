@@ -92,12 +92,15 @@ impl PoolState {
         // Fair share has no priorities: its queue is submission order.
         let fair_share = self.is_fair_share();
         // A hash of the jobs, when there are not many more jobs than requests: 10,000 lookups in
-        // the ordered map compare a dozen ids each, the hash reads one (issue 13).
-        let by_id: Option<FxHashMap<&JobId, &JobGroup>> = (self.jobs.len() <= 4 * self.entries.len()).then(|| self.jobs.iter().collect());
-        let job_of = |id: &JobId| match &by_id {
-            Some(by_id) => by_id.get(id).copied(),
-            None => self.jobs.get(id),
-        };
+        // the ordered map compare a dozen ids each (issue 13). It is keyed by the address of the
+        // id's text, which a request shares with its job's key (`Scheduler::submit`), so neither
+        // building nor asking it reads any text; an id not found by address is looked up by text.
+        let by_address: Option<FxHashMap<usize, &JobGroup>> = (self.jobs.len() <= 4 * self.entries.len()).then(|| {
+            let mut by_address = FxHashMap::with_capacity_and_hasher(self.jobs.len(), Default::default());
+            by_address.extend(self.jobs.iter().map(|(id, job)| (id.shared_address(), job)));
+            by_address
+        });
+        let job_of = |id: &JobId| by_address.as_ref().and_then(|by| by.get(&id.shared_address()).copied()).or_else(|| self.jobs.get(id));
         let mut queued: Vec<Queued<'_>> = self
             .entries
             .values()
@@ -129,6 +132,65 @@ impl PoolState {
         match self.entries.get(allocation).map(|e| &e.state) {
             Some(AllocationState::Scheduled { placements, .. }) => placements,
             _ => &[],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ids::{JobId, LogicalTime};
+    use crate::request::{AllocationRequest, AllocationState, DEFAULT_PRIORITY, Entry};
+    use crate::sim::Rng;
+    use crate::{Scheduler, SchedulerConfig, SchedulingPolicy};
+
+    /// The queue found through the hash by address equals a lookup of each job by text and a
+    /// stable sort, also for requests whose job id does not share its key's text, whose job is
+    /// unknown, and for pools with many more jobs than requests (no hash).
+    #[test]
+    fn the_queue_equals_looking_each_job_up_by_text() {
+        let mut rng = Rng::new(11);
+        for (case, fair_share) in [(0, false), (1, true), (2, false), (3, true)] {
+            let policy = if fair_share { SchedulingPolicy::FairShare { preemption: true } } else { SchedulingPolicy::default() };
+            let mut scheduler = Scheduler::new("p", SchedulerConfig { policy, ..SchedulerConfig::default() });
+            for n in 0..300u64 {
+                let job = format!("job-{}", rng.below(120));
+                let request =
+                    AllocationRequest::new(format!("a-{n}.1"), format!("t-{n}"), job.as_str(), "p", 1, LogicalTime(rng.below(40)))
+                        .with_priority(*rng.pick(&[1, 42, 50]));
+                scheduler.submit(request).expect("valid request");
+            }
+            let state = &mut scheduler.state;
+            // Requests whose job id is its own text (equal to a key's, or no job's at all).
+            for n in 0..20u64 {
+                let job = if n % 2 == 0 { format!("job-{}", rng.below(120)) } else { format!("stray-{n}") };
+                let request = AllocationRequest::new(format!("b-{n}.1"), format!("u-{n}"), JobId::new(job), "p", 1, LogicalTime(n));
+                let seq = state.next_seq;
+                state.next_seq += 1;
+                state
+                    .entries
+                    .insert(request.allocation_id.clone(), Entry { request, seq, state: AllocationState::Queued { reason: None } });
+            }
+            if case >= 2 {
+                // Many more jobs than requests: the ordered map is asked directly.
+                let template = state.jobs.values().next().expect("a job").clone();
+                for n in 0..2_000 {
+                    state.jobs.insert(JobId::new(format!("idle-{n}")), template.clone());
+                }
+            }
+            let queue: Vec<_> = state.queue().iter().map(|q| (q.entry.id().clone(), q.job.cloned(), q.key, q.index)).collect();
+            let mut expected: Vec<_> = state
+                .entries
+                .values()
+                .enumerate()
+                .map(|(index, entry)| {
+                    let job = state.jobs.get(&entry.request.job_id);
+                    let priority = if fair_share { 0 } else { job.map_or(DEFAULT_PRIORITY, |j| j.priority) };
+                    let (time, seq) = job.map_or((entry.request.submitted_at, entry.seq), |j| j.position());
+                    (entry.id().clone(), job.cloned(), (priority, time, seq, entry.request.submitted_at, entry.seq), index)
+                })
+                .collect();
+            expected.sort_by_key(|e| e.2);
+            assert_eq!(queue, expected, "case {case}");
         }
     }
 }
