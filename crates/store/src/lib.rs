@@ -12,6 +12,7 @@
 
 mod agent_control_store;
 mod cluster_store;
+mod config_summary;
 mod error;
 mod idle_hook;
 mod job_queue_store;
@@ -39,6 +40,7 @@ pub use agent_control_store::{AgentControlRecord, AgentControlStore};
 pub use cluster_store::{
     ALLOCATION_USAGE_LIMIT, AllocationUsageRecord, ClusterMessageRecord, ClusterStore, NewClusterMessage, StateCount, StateCounts,
 };
+pub use config_summary::config_summary_text;
 pub use error::{StoreError, StoreResult};
 pub use idle_hook::set_thread_idle_hook;
 pub use job_queue_store::{JobQueuePositionRecord, JobQueueStore};

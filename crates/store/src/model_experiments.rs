@@ -50,6 +50,9 @@ pub struct ExperimentRecord {
     pub project_id: i32,
     pub workspace_id: i32,
     pub config: StoredJson,
+    /// The config's fields a list row shows, in the config's shape (`config_summary_text`): the
+    /// stored summary, or the config itself for a row written before summaries were kept.
+    pub config_summary: StoredJson,
     pub original_config: String,
     pub archived: bool,
     pub labels: Vec<String>,

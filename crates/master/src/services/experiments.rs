@@ -382,8 +382,9 @@ impl ExperimentService {
         let page = self.store.list_experiments(&filter).await?;
         let (start, end) = experiments_window(q.offset, limit, page.total);
         // The page's best validations in one read, as a describe shows them.
-        // Each row's config is read once here; the wire form reuses it.
-        let summaries: Vec<ConfigSummary> = page.experiments.iter().map(|r| ConfigSummary::of(&r.config)).collect();
+        // Each row's summary is read once here (from the stored summary, not the config); the wire
+        // form reuses it.
+        let summaries: Vec<ConfigSummary> = page.experiments.iter().map(|r| ConfigSummary::of(&r.config_summary)).collect();
         let directions: Vec<(i32, bool)> = page
             .experiments
             .iter()
@@ -452,14 +453,13 @@ impl ExperimentService {
         // Narrow reads only: a describe costs the same however long the experiment has run.
         let trial_ids = self.store.experiment_trial_ids(record.id).await?;
         let checkpoints = self.store.checkpoint_totals(record.id, CHECKPOINT_COMPLETED).await?;
-        let (metric, smaller_is_better) = searcher_metric(&record.config);
-        let best_validation = match metric {
-            Some(_) if !trial_ids.is_empty() => self.best_trial(record.id, smaller_is_better).await?,
+        let summary = ConfigSummary::of(&record.config_summary);
+        let best_validation = match summary.searcher_metric() {
+            (Some(_), smaller_is_better) if !trial_ids.is_empty() => self.best_trial(record.id, smaller_is_better).await?,
             _ => None,
         };
         // Only an unmanaged experiment can have one: managed reads cost no extra query.
         let external_id = if record.unmanaged { self.store.experiment_external_id(record.id).await? } else { None };
-        let summary = ConfigSummary::of(&record.config);
         Ok(ExperimentView {
             num_trials: trial_ids.len() as i64,
             record,
@@ -487,7 +487,8 @@ impl ExperimentService {
 
 /// The stored config's `searcher.metric` and `searcher.smaller_is_better` (default true).
 /// The few fields of a stored experiment configuration that a list row shows, read from the
-/// stored text without building the whole document (`StoredJson::read`).
+/// record's `config_summary` (the store's projection of the config in the config's shape; the
+/// config itself reads the same) without building the document (`StoredJson::read`).
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 pub struct ConfigSummary {
     #[serde(default)]
@@ -515,7 +516,8 @@ pub struct ResourcesSummary {
 }
 
 impl ConfigSummary {
-    /// The summary of `config`; a document of another shape summarises as empty.
+    /// The summary of `config` (or of its stored summary); a document of another shape
+    /// summarises as empty.
     pub fn of(config: &resolute_store::StoredJson) -> Self {
         config.read().unwrap_or_default()
     }

@@ -23,8 +23,15 @@ impl SqlStore {
 
     pub(crate) async fn set_experiment_config_impl(&self, id: i32, config: &serde_json::Value) -> StoreResult<()> {
         let text = config.to_string();
+        let summary = crate::config_summary_text(config);
         let done = on_pool!(self, pool => {
-            sqlx::query("UPDATE experiments SET config = $2 WHERE id = $1").bind(id).bind(&text).execute(pool).await?.rows_affected()
+            sqlx::query("UPDATE experiments SET config = $2, config_summary = $3 WHERE id = $1")
+                .bind(id)
+                .bind(&text)
+                .bind(&summary)
+                .execute(pool)
+                .await?
+                .rows_affected()
         });
         expect_row(done, "experiment", id)
     }

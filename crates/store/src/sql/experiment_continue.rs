@@ -19,6 +19,7 @@ impl SqlStore {
         reopen: &[i32],
         reopened_state: &str,
     ) -> StoreResult<()> {
+        let summary = crate::config_summary_text(config);
         let config = config.to_string();
         StoreError::reject_nul("config", &config)?;
         let ids = reopen.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
@@ -29,12 +30,14 @@ impl SqlStore {
         let done = on_pool!(self, pool => {
             let mut tx = super::begin_write!(self, pool);
             let done = sqlx::query(
-                "UPDATE experiments SET state = $3, config = $4, progress = 0, end_time = NULL WHERE id = $1 AND state = $2",
+                "UPDATE experiments SET state = $3, config = $4, config_summary = $5, progress = 0, end_time = NULL \
+                 WHERE id = $1 AND state = $2",
             )
             .bind(id)
             .bind(from_state)
             .bind(to_state)
             .bind(&config)
+            .bind(&summary)
             .execute(&mut *tx)
             .await?
             .rows_affected();

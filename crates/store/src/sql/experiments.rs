@@ -8,16 +8,16 @@ use sqlx::AssertSqlSafe;
 
 use super::args::{Args, Conditions, bind_args, contains_pattern, direction, escape_like};
 use super::{Pool, SqlStore, expect_row, on_pool, parse_json};
-use crate::StoredJson;
 use crate::error::{StoreError, StoreResult};
 use crate::model_experiments::{ExperimentFilter, ExperimentPage, ExperimentPatch, ExperimentRecord, ExperimentSort, NewExperiment};
+use crate::{StoredJson, config_summary_text};
 
 /// The record's columns, `original_config` given as an expression.
 macro_rules! experiment_columns {
     ($original_config:literal) => {
         concat!(
             "SELECT e.id, e.name, e.description, e.notes, e.state, e.owner_id, u.username AS owner_username, \
-             e.project_id, p.workspace_id, e.config, ",
+             e.project_id, p.workspace_id, e.config, COALESCE(e.config_summary, e.config) AS config_summary, ",
             $original_config,
             ", e.archived, e.labels, e.parent_id, e.start_time, e.end_time, e.progress, e.job_id, e.unmanaged, e.end_reason, \
              (SELECT COUNT(*) FROM trials t WHERE t.experiment_id = e.id) AS num_trials"
@@ -48,6 +48,7 @@ struct ExperimentRow {
     project_id: i32,
     workspace_id: i32,
     config: String,
+    config_summary: String,
     original_config: String,
     archived: bool,
     labels: String,
@@ -75,6 +76,7 @@ impl ExperimentRow {
             project_id: self.project_id,
             workspace_id: self.workspace_id,
             config: StoredJson::from_text(self.config).map_err(|e| StoreError::corrupt("config", e))?,
+            config_summary: StoredJson::from_text(self.config_summary).map_err(|e| StoreError::corrupt("config_summary", e))?,
             original_config: self.original_config,
             archived: self.archived,
             labels,
@@ -108,8 +110,8 @@ impl SqlStore {
         }
         reject_nul_labels(&e.labels)?;
         const SQL: &str = "INSERT INTO experiments (name, description, notes, state, owner_id, project_id, config, \
-             original_config, model_definition, labels, parent_id, start_time, job_id, unmanaged) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id";
+             original_config, model_definition, labels, parent_id, start_time, job_id, unmanaged, config_summary) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id";
         let inserted = on_pool!(self, pool => {
             sqlx::query_scalar::<_, i32>(SQL)
                 .bind(&e.name)
@@ -126,6 +128,7 @@ impl SqlStore {
                 .bind(e.start_time)
                 .bind(&e.job_id)
                 .bind(e.unmanaged)
+                .bind(config_summary_text(&e.config))
                 .fetch_one(pool)
                 .await
         });

@@ -15,6 +15,7 @@ mod checkpoints;
 mod cluster;
 mod cluster_messages;
 mod commands;
+mod config_summary_backfill;
 mod experiment_continue;
 mod experiment_list_plans;
 mod experiments;
@@ -205,6 +206,7 @@ impl SqlStore {
         };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
+        store.backfill_config_summaries().await?;
         store.sqlite_metrics = Some(sqlite_metrics::SqliteMetricsWriter::start(path)?);
         store.sqlite_series = Some(sqlite_series::SqliteSeriesReader::new(path));
         Ok(store)
@@ -257,6 +259,7 @@ impl SqlStore {
         };
         store.convert_legacy_logs().await?;
         store.repair_pending_summaries().await?;
+        store.backfill_config_summaries().await?;
         Ok(store)
     }
 

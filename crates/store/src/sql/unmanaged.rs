@@ -75,13 +75,15 @@ impl SqlStore {
     }
 
     pub(crate) async fn set_unmanaged_experiment_config_impl(&self, id: i32, config: &serde_json::Value, name: &str) -> StoreResult<()> {
+        let summary = crate::config_summary_text(config);
         let config = config.to_string();
         StoreError::reject_nul("config", &config)?;
         let done = on_pool!(self, pool => {
-            sqlx::query("UPDATE experiments SET config = $2, name = $3 WHERE id = $1 AND unmanaged")
+            sqlx::query("UPDATE experiments SET config = $2, name = $3, config_summary = $4 WHERE id = $1 AND unmanaged")
                 .bind(id)
                 .bind(&config)
                 .bind(name)
+                .bind(&summary)
                 .execute(pool)
                 .await?
                 .rows_affected()
