@@ -2,7 +2,8 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use resolute_store::{
-    DEFAULT_PROJECT_ID, ExperimentRecord, NewCheckpoint, NewExperiment, NewMetricReport, NewTrial, Store, TrialRecord, db_now,
+    DEFAULT_PROJECT_ID, ExperimentRecord, NewCheckpoint, NewExperiment, NewMetricReport, NewProject, NewTrial, NewWorkspace, Store,
+    TrialRecord, db_now,
 };
 use serde_json::{Value, json};
 
@@ -89,4 +90,21 @@ pub fn checkpoint(trial: &TrialRecord, uuid: &str, steps: i64, metric: Option<f6
         storage_id: Some(1),
         searcher_metric: metric,
     }
+}
+
+/// A workspace named `name` with nothing configured.
+pub fn new_workspace(name: &str, user_id: i32) -> NewWorkspace {
+    NewWorkspace {
+        name: name.to_owned(),
+        user_id,
+        checkpoint_storage_config: None,
+        agent_user_group: None,
+        default_compute_pool: String::new(),
+        default_aux_pool: String::new(),
+    }
+}
+
+/// A project named `name` in `workspace_id`.
+pub fn new_project(name: &str, workspace_id: i32, user_id: i32) -> NewProject {
+    NewProject { name: name.to_owned(), description: String::new(), key: None, workspace_id, user_id }
 }

@@ -2,12 +2,11 @@
 //! experiment's project) and its owner's link, as they are at the time of the read.
 
 use resolute_store::{
-    AgentUserGroup, NewCommandTask, NewProject, NewWorkspace, Store, StoreError, TaskUserGroups, TaskWorkspaceOf, UserPatch,
-    WorkspacePatch, db_now,
+    AgentUserGroup, NewCommandTask, Store, StoreError, TaskUserGroups, TaskWorkspaceOf, UserPatch, WorkspacePatch, db_now,
 };
 use serde_json::json;
 
-use crate::fixtures::{new_experiment, user_id};
+use crate::fixtures::{new_experiment, new_project, new_workspace, user_id};
 
 fn group(uid: i32, name: &str) -> AgentUserGroup {
     AgentUserGroup { uid, gid: uid + 1, user: name.to_owned(), group: format!("{name}-group") }
@@ -16,27 +15,10 @@ fn group(uid: i32, name: &str) -> AgentUserGroup {
 pub async fn workspace_and_owner_groups_as_they_are_now(store: &dyn Store) {
     let owner = user_id(store, "grouped-owner").await;
     let unlinked = user_id(store, "unlinked-owner").await;
-    let workspace = store
-        .create_workspace(NewWorkspace {
-            name: "grouped".into(),
-            user_id: owner,
-            checkpoint_storage_config: None,
-            agent_user_group: Some(group(3001, "ws")),
-            default_compute_pool: String::new(),
-            default_aux_pool: String::new(),
-        })
-        .await
-        .unwrap();
-    let project = store
-        .create_project(NewProject {
-            name: "grouped".into(),
-            description: String::new(),
-            key: None,
-            workspace_id: workspace.id,
-            user_id: owner,
-        })
-        .await
-        .unwrap();
+    let mut new_ws = new_workspace("grouped", owner);
+    new_ws.agent_user_group = Some(group(3001, "ws"));
+    let workspace = store.create_workspace(new_ws).await.unwrap();
+    let project = store.create_project(new_project("grouped", workspace.id, owner)).await.unwrap();
     let mut new = new_experiment(owner, "in-grouped");
     new.project_id = project.id;
     let in_workspace = store.create_experiment(new).await.unwrap();

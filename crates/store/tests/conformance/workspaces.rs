@@ -3,27 +3,12 @@
 //! experiment is unfinished, then whole), project keys, and experiments moved between projects.
 
 use resolute_store::{
-    AgentUserGroup, DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID, Deletion, NewProject, NewWorkspace, OrderDirection, ProjectFilter,
-    ProjectPatch, ProjectSort, Store, StoreError, WORKSPACE_STATE_DELETE_FAILED, WorkspaceFilter, WorkspacePatch, WorkspaceSort, db_now,
+    AgentUserGroup, DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID, Deletion, OrderDirection, ProjectFilter, ProjectPatch, ProjectSort, Store,
+    StoreError, WORKSPACE_STATE_DELETE_FAILED, WorkspaceFilter, WorkspacePatch, WorkspaceSort, db_now,
 };
 use serde_json::json;
 
-use crate::fixtures::{new_experiment, user_id};
-
-fn new_workspace(name: &str, user_id: i32) -> NewWorkspace {
-    NewWorkspace {
-        name: name.to_owned(),
-        user_id,
-        checkpoint_storage_config: None,
-        agent_user_group: None,
-        default_compute_pool: String::new(),
-        default_aux_pool: String::new(),
-    }
-}
-
-fn new_project(name: &str, workspace_id: i32, user_id: i32) -> NewProject {
-    NewProject { name: name.to_owned(), description: String::new(), key: None, workspace_id, user_id }
-}
+use crate::fixtures::{new_experiment, new_project, new_workspace, user_id};
 
 pub async fn create_patch_and_conflicts(store: &dyn Store) {
     let owner = user_id(store, "owner").await;
